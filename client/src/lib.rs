@@ -1,0 +1,1 @@
+//! pulsar-client (skeleton: filled in by its issue).

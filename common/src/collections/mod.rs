@@ -1,0 +1,11 @@
+//! Collections of the executor layer.
+//!
+//! - [`GrowableArrayBlockingQueue`]: unbounded FIFO blocking queue on one power-of-two ring.
+//!
+//! The ring itself (`Ring`, crate-private) is shared with the executor, whose task queue is
+//! the same growable ring behind the executor's own lock and wake-up protocol.
+
+mod growable_array_blocking_queue;
+pub(crate) mod ring;
+
+pub use growable_array_blocking_queue::GrowableArrayBlockingQueue;

@@ -1,0 +1,455 @@
+//! `ExecutorCore`: the state an executor's handles share with its worker, and the worker loop.
+//!
+//! The protocol (lock order, wake-up, claim, trim) is described in `README.md` beside this
+//! file; the comments here point at the rule each step keeps.
+
+use crate::collections::ring::Ring;
+use crate::executors::raw_task::RawTask;
+use crate::executors::rejected::RejectReason;
+use crate::executors::task::Task;
+use crate::executors::thread_factory::ThreadFactory;
+use crate::sync::{Arc, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+/// Run states, in the order they are reached (a state never goes back).
+///
+/// | state        | accepts tasks | queued tasks                  | worker                      |
+/// |--------------|---------------|-------------------------------|-----------------------------|
+/// | `RUNNING`    | yes           | run in FIFO order             | started lazily              |
+/// | `SHUTDOWN`   | no            | still run                     | exits when the queue is empty |
+/// | `STOP`       | no            | taken back by `shutdown_now`  | exits after the running task |
+/// | `TERMINATED` | no            | none                          | gone (or never started)     |
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const SHUTDOWN: u8 = 1;
+pub(crate) const STOP: u8 = 2;
+pub(crate) const TERMINATED: u8 = 3;
+
+/// How long an idle worker spins on the queue length before it yields and then parks.
+const SPIN_FOR: Duration = Duration::from_micros(50);
+/// How many `yield_now` calls follow the spin before the worker parks.
+const YIELDS_BEFORE_PARK: u32 = 4;
+
+/// Whether the worker thread exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkerState {
+    /// No worker yet (lazy start), or its start failed.
+    NotStarted,
+    /// A caller is starting it, outside the lock.
+    Starting,
+    /// The worker has been started (it may since have exited; see the run state).
+    Started,
+}
+
+/// What the queue lock protects.
+pub(crate) struct QueueState {
+    /// Tasks accepted and not yet moved to the worker's batch, oldest first.
+    pub(crate) ring: Ring<RawTask>,
+    /// One of [`RUNNING`], [`SHUTDOWN`], [`STOP`], [`TERMINATED`].
+    pub(crate) run: u8,
+    pub(crate) worker: WorkerState,
+    /// Set by the worker, under this lock, right before it waits on `work_available`; a
+    /// producer that finds it set clears it and notifies. Nobody else ever notifies, so a
+    /// producer makes no wake-up call while the worker is awake.
+    pub(crate) worker_parked: bool,
+}
+
+/// The executor itself; `SingleThreadExecutor` handles and the worker thread share it.
+pub(crate) struct ExecutorCore {
+    /// The ring producers push to, and the run state. Lock order: `queue`, then `batch`.
+    queue: Mutex<QueueState>,
+    /// The tasks the worker swapped out of `queue` in one go and is running one at a time.
+    /// Taking a task out of it under this lock is the claim that makes `shutdown_now` exact:
+    /// a task is either claimed by the worker (and runs) or drained by `shutdown_now`.
+    batch: Mutex<Ring<RawTask>>,
+    /// The parked worker waits here (with the `queue` lock).
+    work_available: Condvar,
+    /// `await_termination` waits here (with the `queue` lock).
+    termination: Condvar,
+    /// Mirror of `queue.ring.len()`, written under the lock: what the spinning worker polls.
+    queued: AtomicUsize,
+    /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
+    run: AtomicU8,
+    factory: std::sync::Arc<dyn ThreadFactory>,
+    /// After this long without work the parked worker trims the ring; `None`: never.
+    idle_trim_after: Option<Duration>,
+    /// Process-wide executor number, for `Debug` and log lines before a thread has a name.
+    id: u64,
+    /// The worker thread's name, once started.
+    thread_name: OnceLock<String>,
+    /// The worker thread's id, once it runs: `await_termination` on it returns at once.
+    worker_thread: OnceLock<ThreadId>,
+}
+
+static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
+
+impl ExecutorCore {
+    pub(crate) fn new(
+        factory: std::sync::Arc<dyn ThreadFactory>,
+        initial_capacity: usize,
+        idle_trim_after: Option<Duration>,
+    ) -> Self {
+        Self {
+            queue: Mutex::new(QueueState {
+                ring: Ring::with_capacity(initial_capacity),
+                run: RUNNING,
+                worker: WorkerState::NotStarted,
+                worker_parked: false,
+            }),
+            batch: Mutex::new(Ring::empty()),
+            work_available: Condvar::new(),
+            termination: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            run: AtomicU8::new(RUNNING),
+            factory,
+            idle_trim_after,
+            id: NEXT_EXECUTOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            thread_name: OnceLock::new(),
+            worker_thread: OnceLock::new(),
+        }
+    }
+
+    /// A name for logs: the worker thread's name once it exists.
+    pub(crate) fn name(&self) -> String {
+        match self.thread_name.get() {
+            Some(name) => name.clone(),
+            None => format!("single-thread-executor#{}", self.id),
+        }
+    }
+
+    pub(crate) fn run_state(&self) -> u8 {
+        self.run.load(Ordering::Acquire)
+    }
+
+    /// Accepts `task` unless the executor is shut down; starts the worker on first use.
+    ///
+    /// # Errors
+    ///
+    /// The task and the reason: the executor is shut down, or its thread could not be started.
+    #[inline]
+    pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err((task, RejectReason::Shutdown));
+        }
+        if queue.worker == WorkerState::NotStarted {
+            queue.worker = WorkerState::Starting;
+            drop(queue);
+            return Self::start_worker_then_enqueue(this, task);
+        }
+        this.push_locked(queue, task);
+        Ok(())
+    }
+
+    /// Pushes under the lock, then wakes the worker only if it is parked.
+    #[inline]
+    fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
+        queue.ring.push_back(task);
+        self.queued.store(queue.ring.len(), Ordering::Release);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            self.work_available.notify_one();
+        }
+    }
+
+    /// The first accepted task starts the worker — outside the lock, since the factory is user
+    /// code — and is queued only once the thread exists, so a failed start hands it back.
+    #[cold]
+    fn start_worker_then_enqueue(
+        this: &Arc<Self>,
+        task: RawTask,
+    ) -> Result<(), (RawTask, RejectReason)> {
+        match Self::spawn_worker(this) {
+            Ok(()) => {
+                let mut queue = this.queue.lock();
+                queue.worker = WorkerState::Started;
+                if queue.run != RUNNING {
+                    // Shut down while the thread was starting: the worker sees it and exits.
+                    return Err((task, RejectReason::Shutdown));
+                }
+                this.push_locked(queue, task);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
+                let mut queue = this.queue.lock();
+                queue.worker = WorkerState::NotStarted;
+                this.terminate_if_workerless(&mut queue);
+                Err((task, RejectReason::ThreadStartFailed(error)))
+            }
+        }
+    }
+
+    #[cfg(not(loom))]
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
+        let core = Arc::clone(this);
+        let handle = this
+            .factory
+            .new_thread(Box::new(move || Self::run_worker(&core)))?;
+        if let Some(name) = handle.thread().name() {
+            let _ = this.thread_name.set(name.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Under loom the models start the worker themselves (see `new_started_for_loom`).
+    #[cfg(loom)]
+    fn spawn_worker(_this: &Arc<Self>) -> std::io::Result<()> {
+        Err(std::io::Error::other("no thread factory under loom"))
+    }
+
+    /// A core whose worker the loom model runs itself, on a loom thread, via `run_worker`.
+    #[cfg(loom)]
+    pub(crate) fn new_started_for_loom(initial_capacity: usize) -> Self {
+        struct NoThreads;
+        impl ThreadFactory for NoThreads {
+            fn new_thread(
+                &self,
+                _body: Box<dyn FnOnce() + Send + 'static>,
+            ) -> std::io::Result<thread::JoinHandle<()>> {
+                Err(std::io::Error::other("no threads under loom"))
+            }
+        }
+        let core = Self::new(std::sync::Arc::new(NoThreads), initial_capacity, None);
+        core.queue.lock().worker = WorkerState::Started;
+        core
+    }
+
+    /// Graceful shutdown: no new tasks; queued ones still run; then the worker exits.
+    /// Idempotent; never blocks beyond the queue lock.
+    pub(crate) fn shutdown(this: &Arc<Self>) {
+        let mut queue = this.queue.lock();
+        if queue.run == RUNNING {
+            queue.run = SHUTDOWN;
+            this.run.store(SHUTDOWN, Ordering::Release);
+        }
+        let restart = queue.worker == WorkerState::NotStarted && !queue.ring.is_empty();
+        this.terminate_if_workerless(&mut queue);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        if restart {
+            // Tasks stranded by an earlier failed thread start: try once more to run them.
+            queue.worker = WorkerState::Starting;
+        }
+        drop(queue);
+        if wake {
+            this.work_available.notify_one();
+        }
+        if restart {
+            let started = Self::spawn_worker(this);
+            let mut queue = this.queue.lock();
+            match started {
+                Ok(()) => queue.worker = WorkerState::Started,
+                Err(error) => {
+                    tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks");
+                    queue.worker = WorkerState::NotStarted;
+                }
+            }
+        }
+    }
+
+    /// Stops: no new tasks; every queued task not yet claimed by the worker is returned,
+    /// oldest first. The running task (if any) finishes. Idempotent.
+    pub(crate) fn shutdown_now(&self) -> Vec<Task> {
+        let mut queue = self.queue.lock();
+        if queue.run < STOP {
+            queue.run = STOP;
+            self.run.store(STOP, Ordering::Release);
+        }
+        let mut taken = Vec::new();
+        {
+            let mut batch = self.batch.lock();
+            let len = batch.len() + queue.ring.len();
+            taken.reserve_exact(len);
+            batch.drain_to(&mut taken, usize::MAX);
+        }
+        queue.ring.drain_to(&mut taken, usize::MAX);
+        self.queued.store(0, Ordering::Release);
+        self.terminate_if_workerless(&mut queue);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            self.work_available.notify_one();
+        }
+        taken.into_iter().map(Task::from_raw).collect()
+    }
+
+    /// With no worker and nothing left to run, a shut-down executor is terminated at once.
+    fn terminate_if_workerless(&self, queue: &mut QueueState) {
+        if queue.worker == WorkerState::NotStarted
+            && queue.run != RUNNING
+            && queue.run != TERMINATED
+            && queue.ring.is_empty()
+        {
+            self.mark_terminated(queue);
+        }
+    }
+
+    fn mark_terminated(&self, queue: &mut QueueState) {
+        queue.run = TERMINATED;
+        self.run.store(TERMINATED, Ordering::Release);
+        self.termination.notify_all();
+    }
+
+    /// Waits until the worker has exited (or was never needed), at most `timeout`.
+    pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
+        if self.worker_thread.get() == Some(&thread::current().id()) {
+            // The worker cannot outlive itself: waiting here could only time out.
+            return self.run_state() == TERMINATED;
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        let mut queue = self.queue.lock();
+        while queue.run != TERMINATED {
+            match deadline {
+                None => queue = self.termination.wait(queue),
+                Some(deadline) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return false;
+                    }
+                    queue = self.termination.wait_timeout(queue, remaining).0;
+                }
+            }
+        }
+        true
+    }
+
+    /// Tasks accepted and not yet started.
+    pub(crate) fn pending_tasks(&self) -> usize {
+        let queue = self.queue.lock();
+        let batch = self.batch.lock();
+        queue.ring.len() + batch.len()
+    }
+
+    /// Task slots allocated now (the producers' ring plus the worker's batch).
+    pub(crate) fn queue_capacity(&self) -> usize {
+        let queue = self.queue.lock();
+        let batch = self.batch.lock();
+        queue.ring.capacity() + batch.capacity()
+    }
+
+    /// The worker thread's body.
+    pub(crate) fn run_worker(core: &Self) {
+        let _ = core.worker_thread.set(thread::current().id());
+        // Signals termination however the loop ends (it only ends by returning, since task
+        // panics are caught; the guard keeps that true if the loop ever gains a panic path).
+        struct Terminator<'a>(&'a ExecutorCore);
+        impl Drop for Terminator<'_> {
+            fn drop(&mut self) {
+                let mut queue = self.0.queue.lock();
+                self.0.mark_terminated(&mut queue);
+            }
+        }
+        let _terminator = Terminator(core);
+        loop {
+            // Claim and run the batch one task at a time; `shutdown_now` may take the rest.
+            loop {
+                let next = core.batch.lock().pop_front();
+                match next {
+                    Some(task) => core.run_task(task),
+                    None => break,
+                }
+            }
+            if !core.refill_batch() {
+                return;
+            }
+        }
+    }
+
+    #[inline]
+    fn run_task(&self, task: RawTask) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+            let factory = &*self.factory;
+            // The hook must not panic; if it does, its payload is dropped here.
+            let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
+        }
+    }
+
+    /// Moves the queued tasks into the (empty) batch, waiting for some if there are none.
+    /// Returns `false` when the worker must exit.
+    fn refill_batch(&self) -> bool {
+        let mut spun = false;
+        let mut trimmed = false;
+        loop {
+            let mut queue = self.queue.lock();
+            loop {
+                if queue.run >= STOP {
+                    return false;
+                }
+                if !queue.ring.is_empty() {
+                    let mut batch = self.batch.lock();
+                    debug_assert!(batch.is_empty());
+                    // O(1): the producers get the batch's (empty) storage back.
+                    batch.swap(&mut queue.ring);
+                    self.queued.store(0, Ordering::Release);
+                    return true;
+                }
+                if queue.run == SHUTDOWN {
+                    return false;
+                }
+                if !spun {
+                    break;
+                }
+                // Park. The flag is set under the same lock producers push under, after the
+                // ring was seen empty under it: no wake-up can be lost.
+                queue.worker_parked = true;
+                queue = match self.idle_trim_after {
+                    Some(idle) if !trimmed => {
+                        let (mut queue, timed_out) = self.work_available.wait_timeout(queue, idle);
+                        if timed_out && queue.ring.is_empty() && queue.run == RUNNING {
+                            self.trim_idle(&mut queue);
+                            trimmed = true;
+                        }
+                        queue
+                    }
+                    _ => self.work_available.wait(queue),
+                };
+                queue.worker_parked = false;
+            }
+            drop(queue);
+            self.spin_for_work();
+            spun = true;
+        }
+    }
+
+    /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
+    /// 64 slots), the batch entirely (it grows back to 64 on the next swap).
+    fn trim_idle(&self, queue: &mut QueueState) {
+        let freed = queue.ring.trim() + self.batch.lock().release();
+        if freed > 0 {
+            tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queue");
+        }
+    }
+
+    /// A short bounded spin, then a few yields, watching for work; an idle executor then parks
+    /// and costs no CPU.
+    fn spin_for_work(&self) {
+        if !SPIN_ENABLED {
+            return;
+        }
+        let has_work = || {
+            self.queued.load(Ordering::Relaxed) != 0 || self.run.load(Ordering::Relaxed) != RUNNING
+        };
+        let start = Instant::now();
+        let mut spins: u32 = 0;
+        loop {
+            if has_work() {
+                return;
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 64 == 0 && start.elapsed() >= SPIN_FOR {
+                break;
+            }
+        }
+        for _ in 0..YIELDS_BEFORE_PARK {
+            if has_work() {
+                return;
+            }
+            thread::yield_now();
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Executors: single-thread executors made by [`PulsarExecutors`] and what they hand out.
+//!
+//! - [`PulsarExecutors`] / [`SingleThreadExecutorBuilder`]: make a [`SingleThreadExecutor`].
+//! - [`ThreadFactory`] / [`NamedThreadFactory`]: where worker threads come from, and where
+//!   panics of `execute`d tasks are reported.
+//! - [`TaskHandle`] / [`TaskError`]: the result of a submitted task.
+//! - [`Task`]: a queued task handed back by `shutdown_now`.
+//! - [`RejectedExecution`] / [`RejectReason`]: a refused task, handed back.
+//! - [`InvokeAnyError`] / [`InvokeFailure`]: why `invoke_any` produced no value.
+//!
+//! The design (queue layout, lock and wake-up protocol with its memory ordering, inline task
+//! storage and its safety argument, trim policy) is described in `README.md` beside this file.
+
+mod executor_core;
+mod invoke_any;
+mod pulsar_executors;
+pub(crate) mod raw_task;
+mod rejected;
+mod single_thread_executor;
+mod task;
+mod task_error;
+mod task_handle;
+mod thread_factory;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use invoke_any::{InvokeAnyError, InvokeFailure};
+pub use pulsar_executors::{
+    PulsarExecutors, SingleThreadExecutorBuilder, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME,
+};
+pub use rejected::{RejectReason, RejectedExecution};
+pub use single_thread_executor::SingleThreadExecutor;
+pub use task::Task;
+pub use task_error::TaskError;
+pub use task_handle::TaskHandle;
+pub use thread_factory::{panic_message, NamedThreadFactory, ThreadFactory};

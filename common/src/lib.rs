@@ -1,0 +1,30 @@
+//! Allocation-lean single-thread executors on a growable array queue.
+//!
+//! `pulsar-common` is the foundation of the workspace:
+//!
+//! - [`collections::GrowableArrayBlockingQueue`]: an unbounded FIFO blocking queue on one
+//!   power-of-two ring buffer that grows by doubling and can be trimmed back.
+//! - [`executors::PulsarExecutors`]: single-thread executors whose worker starts lazily, runs
+//!   tasks in FIFO order, stores small closures inline in the ring (no allocation per task once
+//!   the ring has grown), gives memory back after a burst, and never loses or double-runs a task
+//!   when shutdown races with submission.
+//!
+//! # Examples
+//!
+//! ```
+//! use pulsar_common::executors::PulsarExecutors;
+//! use std::time::Duration;
+//!
+//! let executor = PulsarExecutors::new_single_thread_executor();
+//! let handle = executor.submit(|| 6 * 7).unwrap();
+//! assert_eq!(handle.join().unwrap(), 42);
+//!
+//! executor.shutdown();
+//! assert!(executor.await_termination(Duration::from_secs(10)));
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(rust_2018_idioms)]
+
+pub mod collections;
+pub mod executors;
+pub(crate) mod sync;

@@ -1,0 +1,138 @@
+//! The synchronisation primitives of the concurrency core, switched to loom's under `cfg(loom)`.
+//!
+//! Every `Mutex`, `Condvar`, `Arc` and atomic that takes part in a protocol of this crate comes
+//! from here, so that the loom models (`cargo xtask test` runs them with `--cfg loom`) explore
+//! the same code that ships. The wrappers give both back-ends one small API: `lock`,
+//! `try_lock`, and condition variables that take and return the guard by value.
+
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A mutual-exclusion lock (parking_lot's: small, fair enough, no poisoning).
+    #[derive(Default)]
+    pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+    /// The guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(parking_lot::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock()
+        }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
+        }
+    }
+
+    /// A condition variable used with [`Mutex`].
+    #[derive(Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Self(parking_lot::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(&mut guard);
+            guard
+        }
+
+        /// Waits at most `timeout`; the flag is `true` when the wait timed out.
+        pub(crate) fn wait_timeout<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            timeout: Duration,
+        ) -> (MutexGuard<'a, T>, bool) {
+            let timed_out = self.0.wait_for(&mut guard, timeout).timed_out();
+            (guard, timed_out)
+        }
+
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+
+    /// Whether the bounded spin before parking is compiled in (not under loom).
+    pub(crate) const SPIN_ENABLED: bool = true;
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::Arc;
+    use std::time::Duration;
+
+    /// loom's mutex behind the same API as the parking_lot one.
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap()
+        }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
+    }
+
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Self::new(T::default())
+        }
+    }
+
+    /// loom's condition variable. loom has no notion of time, so a timed wait is modelled as
+    /// a wait that may also return spuriously ("timed out") at any point loom chooses not to
+    /// notify: the models never rely on a timeout firing.
+    #[derive(Default)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Self(loom::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(guard).unwrap()
+        }
+
+        pub(crate) fn wait_timeout<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            _timeout: Duration,
+        ) -> (MutexGuard<'a, T>, bool) {
+            (self.0.wait(guard).unwrap(), false)
+        }
+
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+
+    pub(crate) const SPIN_ENABLED: bool = false;
+}
+
+pub(crate) use imp::*;

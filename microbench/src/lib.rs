@@ -1,0 +1,1 @@
+//! Shared benchmark support (skeleton: filled in by the benchmark issue).

@@ -1,0 +1,1 @@
+//! pulsar-server (skeleton: filled in by its issue).

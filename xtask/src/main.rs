@@ -1,0 +1,2 @@
+//! Workspace automation (skeleton).
+fn main() {}
