@@ -726,3 +726,62 @@ fn debug_names_the_executor_and_its_state() {
     assert!(executor.await_termination(LONG));
     assert!(format!("{executor:?}").contains("terminated"));
 }
+
+// ---- idling -------------------------------------------------------------------------------
+
+#[test]
+fn producers_make_no_wake_up_call_while_the_worker_is_awake() {
+    let executor = PulsarExecutors::new_single_thread_executor();
+    let release = block_worker(&executor); // the worker is awake, running this task
+    let before = executor.worker_wakeups();
+    let latch = Latch::new(1000);
+    for _ in 0..1000 {
+        let latch = Arc::clone(&latch);
+        executor.execute(move || latch.count_down()).unwrap();
+    }
+    assert_eq!(
+        executor.worker_wakeups(),
+        before,
+        "no wake-up while the worker runs a task"
+    );
+    release.send(()).unwrap();
+    latch.wait(LONG);
+}
+
+/// The worker's scheduler state from /proc (R running, S sleeping, ...), found by name.
+fn thread_state(name_prefix: &str) -> Option<char> {
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = entry.ok()?.path();
+        let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+        if comm.trim_end().starts_with(name_prefix) {
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            let after_name = &stat[stat.rfind(')')? + 2..];
+            return after_name.chars().next();
+        }
+    }
+    None
+}
+
+#[test]
+fn an_idle_worker_parks_instead_of_spinning_and_a_parked_worker_is_woken_once() {
+    let executor = PulsarExecutors::builder().pool_name("idlepark").build();
+    executor.submit(|| ()).unwrap().join().unwrap();
+    // A spinning or yielding worker stays runnable ('R'); a parked one sleeps ('S').
+    let deadline = std::time::Instant::now() + LONG;
+    let mut sleeping_samples = 0;
+    while sleeping_samples < 20 && std::time::Instant::now() < deadline {
+        match thread_state("idlepark-") {
+            Some('S') => sleeping_samples += 1,
+            _ => sleeping_samples = 0,
+        }
+        thread::yield_now();
+    }
+    assert_eq!(sleeping_samples, 20, "the idle worker never settled asleep");
+    let before = executor.worker_wakeups();
+    executor.submit(|| ()).unwrap().join().unwrap();
+    assert_eq!(
+        executor.worker_wakeups(),
+        before + 1,
+        "one wake-up for a parked worker"
+    );
+}

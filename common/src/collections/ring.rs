@@ -185,7 +185,10 @@ mod tests {
         let mut ring = ring_with(1024, 1000, 150);
         assert_eq!(ring.trim(), 512);
         assert_eq!(ring.capacity(), 512);
-        assert_eq!(ring.iter().copied().collect::<Vec<_>>(), (0..150).collect::<Vec<_>>());
+        assert_eq!(
+            ring.iter().copied().collect::<Vec<_>>(),
+            (0..150).collect::<Vec<_>>()
+        );
         // 1024 / 1 -> 64.
         assert_eq!(ring_with(1024, 0, 1).trim(), 960);
         // 256 / 65 -> no change (65 > 256 / 4).

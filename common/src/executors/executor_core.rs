@@ -82,6 +82,8 @@ pub(crate) struct ExecutorCore {
     thread_name: OnceLock<String>,
     /// The worker thread's id, once it runs: `await_termination` on it returns at once.
     worker_thread: OnceLock<ThreadId>,
+    /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
+    wakeups: AtomicU64,
 }
 
 static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
@@ -109,6 +111,7 @@ impl ExecutorCore {
             id: NEXT_EXECUTOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             thread_name: OnceLock::new(),
             worker_thread: OnceLock::new(),
+            wakeups: AtomicU64::new(0),
         }
     }
 
@@ -152,8 +155,15 @@ impl ExecutorCore {
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
+            self.wakeups
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.work_available.notify_one();
         }
+    }
+
+    /// How many times a producer had to wake the parked worker.
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The first accepted task starts the worker — outside the lock, since the factory is user

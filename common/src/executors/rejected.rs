@@ -19,7 +19,10 @@ impl fmt::Display for RejectReason {
         match self {
             RejectReason::Shutdown => f.write_str("the executor has been shut down"),
             RejectReason::ThreadStartFailed(error) => {
-                write!(f, "the executor's worker thread could not be started: {error}")
+                write!(
+                    f,
+                    "the executor's worker thread could not be started: {error}"
+                )
             }
         }
     }

@@ -265,6 +265,12 @@ impl SingleThreadExecutor {
         self.handle.core.queue_capacity()
     }
 
+    /// How many times a producer had to wake the parked worker (a diagnostic: producers make
+    /// a wake-up call only when the worker is parked, never while it is awake).
+    pub fn worker_wakeups(&self) -> u64 {
+        self.handle.core.wakeups()
+    }
+
     /// Whether dropping the last clone shuts the executor down without a warning.
     pub fn auto_shutdown_on_drop(&self) -> bool {
         self.handle.auto_shutdown_on_drop

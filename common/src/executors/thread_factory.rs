@@ -145,7 +145,10 @@ impl fmt::Debug for NamedThreadFactory {
         f.debug_struct("NamedThreadFactory")
             .field("pool_name", &self.pool_name)
             .field("pool_id", &self.pool_id)
-            .field("threads_started", &(self.next_thread.load(Ordering::Relaxed) - 1))
+            .field(
+                "threads_started",
+                &(self.next_thread.load(Ordering::Relaxed) - 1),
+            )
             .finish()
     }
 }

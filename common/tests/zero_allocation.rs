@@ -1,0 +1,127 @@
+//! Allocation counts of the executor, deterministic and asserted: once the ring has grown to
+//! fit, `execute` of a closure capturing up to three words allocates nothing, and a steady
+//! workload does not reallocate per batch. One test per binary: the counting allocator is
+//! process-wide.
+
+use pulsar_common::executors::PulsarExecutors;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct CountingAllocator;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
+// touches only an atomic.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded under the caller's `GlobalAlloc::alloc` contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded under the caller's `GlobalAlloc::alloc_zeroed` contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded under the caller's `GlobalAlloc::realloc` contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded under the caller's `GlobalAlloc::dealloc` contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocations() -> usize {
+    ALLOCATIONS.load(Ordering::SeqCst)
+}
+
+/// Waits (yielding, bounded; no allocation) until `counter` reaches `target`.
+fn wait_for(counter: &AtomicUsize, target: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while counter.load(Ordering::Acquire) < target {
+        assert!(Instant::now() < deadline, "tasks did not complete");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_once() {
+    const BATCH: usize = 256;
+    let executor = PulsarExecutors::builder()
+        .idle_trim_after(Some(Duration::from_secs(3600)))
+        .build();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut expected = 0;
+    let mut run_batch = |size: usize| {
+        for i in 0..size {
+            let done = Arc::clone(&done);
+            let (a, b) = (i, size); // an Arc and two words: three words of captures
+            executor
+                .execute(move || {
+                    std::hint::black_box(a + b);
+                    done.fetch_add(1, Ordering::Release);
+                })
+                .unwrap();
+        }
+        expected += size;
+        wait_for(&done, expected);
+    };
+    // Warm up: start the worker and let both task buffers grow past the batch size.
+    for _ in 0..20 {
+        run_batch(4 * BATCH);
+    }
+
+    let before = allocations();
+    for _ in 0..100 {
+        run_batch(BATCH);
+    }
+    let steady = allocations() - before;
+    assert_eq!(
+        steady, 0,
+        "allocations in 100 steady batches of {BATCH} inline tasks"
+    );
+
+    // A closure too large for the slot is boxed: exactly one allocation per task.
+    let before = allocations();
+    let target = expected + BATCH;
+    for _ in 0..BATCH {
+        let done = Arc::clone(&done);
+        let big = [1u64; 8];
+        executor
+            .execute(move || {
+                std::hint::black_box(big);
+                done.fetch_add(1, Ordering::Release);
+            })
+            .unwrap();
+    }
+    wait_for(&done, target);
+    expected = target;
+    assert_eq!(allocations() - before, BATCH, "one box per large task");
+
+    // `submit` allocates its result slot: exactly one allocation per task.
+    let before = allocations();
+    let handles: Vec<_> = (0..BATCH)
+        .map(|i| executor.submit(move || i).unwrap())
+        .collect();
+    let vec_allocations = 1;
+    let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, BATCH * (BATCH - 1) / 2);
+    assert_eq!(
+        allocations() - before,
+        BATCH + vec_allocations,
+        "one result slot per submit"
+    );
+    let _ = expected;
+}
