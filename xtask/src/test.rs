@@ -1,7 +1,121 @@
 //! `cargo xtask test`: everything CI checks, in one command.
+//!
+//! Steps, in order (each must pass):
+//! 1. `cargo fmt --all -- --check`
+//! 2. `cargo clippy --workspace --all-targets -- -D warnings`
+//! 3. `cargo test --workspace` (with a ZooKeeper server started for the tests that need one)
+//! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
+//!    on `pulsar-common` (library models and `tests/loom_*.rs`), in `target/loom`
+//! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor, the
+//!    zero-allocation binary), in `target/valgrind`
+//!
+//! Flags: `--no-loom`, `--no-valgrind` skip a step (CI runs everything).
 
-use anyhow::Result;
+use crate::{cargo, workspace_root};
+use anyhow::{bail, Context, Result};
+use std::process::Command;
+use std::time::Instant;
 
-pub(crate) fn run(_args: &[String]) -> Result<()> {
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    let loom = !args.iter().any(|a| a == "--no-loom");
+    let valgrind = !args.iter().any(|a| a == "--no-valgrind");
+    for arg in args {
+        if arg != "--no-loom" && arg != "--no-valgrind" {
+            bail!("unknown flag `{arg}` (expected --no-loom, --no-valgrind)");
+        }
+    }
+    let started = Instant::now();
+
+    step("fmt", cargo().args(["fmt", "--all", "--", "--check"]))?;
+    step(
+        "clippy",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+
+    {
+        let mut test = cargo();
+        test.args(["test", "--workspace"]);
+        step("test", &mut test)?;
+    }
+
+    if loom {
+        let mut models = cargo();
+        models
+            .args([
+                "test",
+                "-p",
+                "pulsar-common",
+                "--release",
+                "--lib",
+                "--test",
+                "loom_queue",
+                "loom",
+            ])
+            .env("RUSTFLAGS", "--cfg loom")
+            .env("LOOM_MAX_PREEMPTIONS", "2")
+            .env("CARGO_TARGET_DIR", workspace_root().join("target/loom"));
+        step("loom models", &mut models)?;
+    }
+
+    if valgrind {
+        valgrind_memcheck()?;
+    }
+
+    println!(
+        "xtask test: all steps passed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Runs the tests that exercise `unsafe` under valgrind's memcheck, through cargo's target
+/// runner so that cargo finds the binaries. Stress tests are skipped (valgrind serialises
+/// threads; the races are covered natively and by loom).
+fn valgrind_memcheck() -> Result<()> {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        bail!("valgrind is not installed (Debian: apt-get install -y valgrind); CI installs it");
+    }
+    let runner = "valgrind --tool=memcheck --error-exitcode=97 --leak-check=full \
+                  --errors-for-leak-kinds=definite --quiet";
+    let runs: [&[&str]; 3] = [
+        &["--lib", "raw_task"],
+        &["--test", "zero_allocation"],
+        &["--test", "single_thread_executor", "--", "--skip", "racing"],
+    ];
+    for run in runs {
+        let mut memcheck = cargo();
+        memcheck
+            .args(["test", "-p", "pulsar-common"])
+            .args(run)
+            .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", runner)
+            .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER", runner)
+            .env("CARGO_TARGET_DIR", workspace_root().join("target/valgrind"));
+        step(&format!("valgrind memcheck {}", run.join(" ")), &mut memcheck)?;
+    }
+    Ok(())
+}
+
+/// Runs one step from the workspace root, echoing it and timing it.
+fn step(name: &str, command: &mut Command) -> Result<()> {
+    let started = Instant::now();
+    println!("==> xtask test: {name}");
+    let status = command
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("cannot run the `{name}` step"))?;
+    if !status.success() {
+        bail!("`{name}` failed ({status})");
+    }
+    println!(
+        "==> xtask test: {name} passed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
