@@ -136,3 +136,17 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// Pads and aligns a value to 128 bytes (two cache lines, as adjacent-line prefetchers pair
+/// them), so that fields written by different threads never share a line.
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

@@ -64,7 +64,7 @@ fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_
         .build();
     let done = Arc::new(AtomicUsize::new(0));
     let mut expected = 0;
-    let mut run_batch = |size: usize| {
+    let run_batch = |size: usize, expected: &mut usize| {
         for i in 0..size {
             let done = Arc::clone(&done);
             let (a, b) = (i, size); // an Arc and two words: three words of captures
@@ -75,17 +75,61 @@ fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_
                 })
                 .unwrap();
         }
-        expected += size;
-        wait_for(&done, expected);
+        *expected += size;
+        wait_for(&done, *expected);
     };
-    // Warm up: start the worker and let both task buffers grow past the batch size.
-    for _ in 0..20 {
-        run_batch(4 * BATCH);
+    // Warm up, deterministically: (1) grow both task buffers (the ring producers fill and the
+    // worker's batch, which swap storage) past the batch size, by filling each while the worker
+    // is blocked on the other; (2) let the worker park once, since a thread's first park may
+    // size parking_lot's global table of parked threads.
+    let blocker = |expected: &mut usize| {
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let done = Arc::clone(&done);
+        executor
+            .execute(move || {
+                started_tx.send(()).unwrap();
+                blocked.recv().unwrap();
+                done.fetch_add(1, Ordering::Release);
+            })
+            .unwrap();
+        *expected += 1;
+        (release, started)
+    };
+    let fill = |expected: &mut usize| {
+        for _ in 0..4 * BATCH {
+            let done = Arc::clone(&done);
+            executor
+                .execute(move || {
+                    done.fetch_add(1, Ordering::Release);
+                })
+                .unwrap();
+        }
+        *expected += 4 * BATCH;
+    };
+    let (release_a, started_a) = blocker(&mut expected);
+    started_a.recv().unwrap(); // the worker runs A from one buffer...
+    fill(&mut expected); // ...while the other one grows
+    let (release_b, started_b) = blocker(&mut expected);
+    release_a.send(()).unwrap();
+    started_b.recv().unwrap(); // the worker swapped that buffer in and runs B at its end...
+    fill(&mut expected); // ...while the first one grows
+    release_b.send(()).unwrap();
+    wait_for(&done, expected);
+    assert!(executor.queue_capacity() >= 2 * 4 * BATCH);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while executor.worker_wakeups() == 0 {
+        assert!(Instant::now() < deadline, "the worker never parked");
+        run_batch(1, &mut expected);
+        let idle_from = Instant::now();
+        while idle_from.elapsed() < Duration::from_millis(2) {
+            std::thread::yield_now(); // leave the worker idle past its spin
+        }
     }
 
     let before = allocations();
     for _ in 0..100 {
-        run_batch(BATCH);
+        run_batch(BATCH, &mut expected);
     }
     let steady = allocations() - before;
     assert_eq!(

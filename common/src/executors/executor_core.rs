@@ -8,7 +8,9 @@ use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::thread_factory::ThreadFactory;
-use crate::sync::{Arc, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use crate::sync::{
+    Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED,
+};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
@@ -60,17 +62,20 @@ pub(crate) struct QueueState {
 /// The executor itself; `SingleThreadExecutor` handles and the worker thread share it.
 pub(crate) struct ExecutorCore {
     /// The ring producers push to, and the run state. Lock order: `queue`, then `batch`.
-    queue: Mutex<QueueState>,
+    /// Its cache line is the producers': nothing the worker polls shares it.
+    queue: CachePadded<Mutex<QueueState>>,
     /// The tasks the worker swapped out of `queue` in one go and is running one at a time.
     /// Taking a task out of it under this lock is the claim that makes `shutdown_now` exact:
     /// a task is either claimed by the worker (and runs) or drained by `shutdown_now`.
-    batch: Mutex<Ring<RawTask>>,
+    batch: CachePadded<Mutex<Ring<RawTask>>>,
     /// The parked worker waits here (with the `queue` lock).
     work_available: Condvar,
     /// `await_termination` waits here (with the `queue` lock).
     termination: Condvar,
-    /// Mirror of `queue.ring.len()`, written under the lock: what the spinning worker polls.
-    queued: AtomicUsize,
+    /// `!queue.ring.is_empty()`, written under the queue lock only when that changes (the push
+    /// that makes the ring non-empty, the swap or drain that empties it): what the spinning
+    /// worker polls, on a line of its own, so a steady stream of pushes does not bounce it.
+    has_work: CachePadded<AtomicBool>,
     /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
     run: AtomicU8,
     factory: std::sync::Arc<dyn ThreadFactory>,
@@ -95,16 +100,16 @@ impl ExecutorCore {
         idle_trim_after: Option<Duration>,
     ) -> Self {
         Self {
-            queue: Mutex::new(QueueState {
+            queue: CachePadded(Mutex::new(QueueState {
                 ring: Ring::with_capacity(initial_capacity),
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
-            }),
-            batch: Mutex::new(Ring::empty()),
+            })),
+            batch: CachePadded(Mutex::new(Ring::empty())),
             work_available: Condvar::new(),
             termination: Condvar::new(),
-            queued: AtomicUsize::new(0),
+            has_work: CachePadded(AtomicBool::new(false)),
             run: AtomicU8::new(RUNNING),
             factory,
             idle_trim_after,
@@ -151,7 +156,9 @@ impl ExecutorCore {
     #[inline]
     fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
         queue.ring.push_back(task);
-        self.queued.store(queue.ring.len(), Ordering::Release);
+        if queue.ring.len() == 1 {
+            self.has_work.store(true, Ordering::Release);
+        }
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
@@ -277,7 +284,7 @@ impl ExecutorCore {
             batch.drain_to(&mut taken, usize::MAX);
         }
         queue.ring.drain_to(&mut taken, usize::MAX);
-        self.queued.store(0, Ordering::Release);
+        self.has_work.store(false, Ordering::Release);
         self.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
@@ -381,48 +388,50 @@ impl ExecutorCore {
     /// Moves the queued tasks into the (empty) batch, waiting for some if there are none.
     /// Returns `false` when the worker must exit.
     fn refill_batch(&self) -> bool {
-        let mut spun = false;
         let mut trimmed = false;
-        loop {
-            let mut queue = self.queue.lock();
-            loop {
-                if queue.run >= STOP {
-                    return false;
-                }
-                if !queue.ring.is_empty() {
-                    let mut batch = self.batch.lock();
-                    debug_assert!(batch.is_empty());
-                    // O(1): the producers get the batch's (empty) storage back.
-                    batch.swap(&mut queue.ring);
-                    self.queued.store(0, Ordering::Release);
-                    return true;
-                }
-                if queue.run == SHUTDOWN {
-                    return false;
-                }
-                if !spun {
-                    break;
-                }
-                // Park. The flag is set under the same lock producers push under, after the
-                // ring was seen empty under it: no wake-up can be lost.
-                queue.worker_parked = true;
-                queue = match self.idle_trim_after {
-                    Some(idle) if !trimmed => {
-                        let (mut queue, timed_out) = self.work_available.wait_timeout(queue, idle);
-                        if timed_out && queue.ring.is_empty() && queue.run == RUNNING {
-                            self.trim_idle(&mut queue);
-                            trimmed = true;
-                        }
-                        queue
-                    }
-                    _ => self.work_available.wait(queue),
-                };
-                queue.worker_parked = false;
-            }
-            drop(queue);
+        // Look without the lock first: while the ring stays empty the worker spins on its own
+        // line and leaves the producers' lock line alone.
+        if !self.work_hint() {
             self.spin_for_work();
-            spun = true;
         }
+        let mut queue = self.queue.lock();
+        loop {
+            if queue.run >= STOP {
+                return false;
+            }
+            if !queue.ring.is_empty() {
+                let mut batch = self.batch.lock();
+                debug_assert!(batch.is_empty());
+                // O(1): the producers get the batch's (empty) storage back.
+                batch.swap(&mut queue.ring);
+                self.has_work.store(false, Ordering::Release);
+                return true;
+            }
+            if queue.run == SHUTDOWN {
+                return false;
+            }
+            // Park. The flag is set under the same lock producers push under, after the ring
+            // was seen empty under it: no wake-up can be lost.
+            queue.worker_parked = true;
+            queue = match self.idle_trim_after {
+                Some(idle) if !trimmed => {
+                    let (mut queue, timed_out) = self.work_available.wait_timeout(queue, idle);
+                    if timed_out && queue.ring.is_empty() && queue.run == RUNNING {
+                        self.trim_idle(&mut queue);
+                        trimmed = true;
+                    }
+                    queue
+                }
+                _ => self.work_available.wait(queue),
+            };
+            queue.worker_parked = false;
+        }
+    }
+
+    /// Whether there may be work or a state change to act on (a lock-free hint).
+    #[inline]
+    fn work_hint(&self) -> bool {
+        self.has_work.load(Ordering::Relaxed) || self.run.load(Ordering::Relaxed) != RUNNING
     }
 
     /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
@@ -440,13 +449,10 @@ impl ExecutorCore {
         if !SPIN_ENABLED {
             return;
         }
-        let has_work = || {
-            self.queued.load(Ordering::Relaxed) != 0 || self.run.load(Ordering::Relaxed) != RUNNING
-        };
         let start = Instant::now();
         let mut spins: u32 = 0;
         loop {
-            if has_work() {
+            if self.work_hint() {
                 return;
             }
             std::hint::spin_loop();
@@ -456,7 +462,7 @@ impl ExecutorCore {
             }
         }
         for _ in 0..YIELDS_BEFORE_PARK {
-            if has_work() {
+            if self.work_hint() {
                 return;
             }
             thread::yield_now();
