@@ -76,9 +76,9 @@ fn lazy_start_then_one_hundred_tasks_run_in_submission_order() {
 }
 
 #[test]
-fn tasks_of_each_submitter_run_in_that_submitters_order() {
+fn four_submitters_one_hundred_thousand_tasks_each_all_run_in_each_submitters_order() {
     const SUBMITTERS: usize = 4;
-    const PER_SUBMITTER: usize = 20_000;
+    const PER_SUBMITTER: usize = 100_000;
     let executor = PulsarExecutors::new_single_thread_executor();
     let last_seen = Arc::new(Mutex::new([None::<usize>; SUBMITTERS]));
     let violations = Arc::new(AtomicUsize::new(0));
@@ -783,5 +783,38 @@ fn an_idle_worker_parks_instead_of_spinning_and_a_parked_worker_is_woken_once() 
         executor.worker_wakeups(),
         before + 1,
         "one wake-up for a parked worker"
+    );
+}
+
+// ---- thread naming ------------------------------------------------------------------------
+
+#[test]
+fn a_shared_named_factory_numbers_its_threads_from_one_under_one_pool_id() {
+    use pulsar_common::executors::NamedThreadFactory;
+    let factory = Arc::new(NamedThreadFactory::new("pool-naming"));
+    let other = NamedThreadFactory::new("pool-naming");
+    assert_ne!(
+        factory.pool_id(),
+        other.pool_id(),
+        "pool ids are process-wide"
+    );
+    let names: Vec<String> = (0..3)
+        .map(|_| {
+            let executor = PulsarExecutors::new_single_thread_executor_with(Arc::clone(&factory));
+            executor
+                .submit(|| thread::current().name().unwrap().to_owned())
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+        .collect();
+    let id = factory.pool_id();
+    assert_eq!(
+        names,
+        vec![
+            format!("pool-naming-{id}-1"),
+            format!("pool-naming-{id}-2"),
+            format!("pool-naming-{id}-3")
+        ]
     );
 }

@@ -304,7 +304,7 @@ mod tests {
 
     #[test]
     fn downcast_gives_the_closure_back_only_for_its_own_type() {
-        fn make(n: usize) -> impl FnOnce() -> () + Send + 'static {
+        fn make(n: usize) -> impl FnOnce() + Send + 'static {
             move || assert_eq!(n, 5)
         }
         let f = make(5);
