@@ -1,0 +1,81 @@
+//! The functions-runtime components: each owns one named single-thread executor and closes it in its own lifecycle.
+//!
+//! Three of the eight server components that Pulsar moved onto
+//! [`PulsarExecutors`](pulsar_common::executors::PulsarExecutors) with auto shutdown off come from
+//! the functions runtime. Here each is transport-agnostic: functions, producers and sources are
+//! traits that a messaging stack implements.
+//!
+//! | component | Pulsar class | executor thread | what runs on it |
+//! |---|---|---|---|
+//! | [`FunctionInstance`] | `JavaInstance` | `function-instance-{pool}-1` | polling async results, emitting them in input order |
+//! | [`ProducerCache`] | `ProducerCache` | `producer-cache-{pool}-1` | flushing, then closing, evicted producers (with timeouts) |
+//! | [`BatchSourceExecutor`] | `BatchSourceExecutor` | `batch-source-discovery-{pool}-1` | `BatchSource::discover` when a triggerer fires |
+//!
+//! What each component shares:
+//!
+//! - **One executor, owned**: made with
+//!   `PulsarExecutors::new_single_thread_executor_with_auto_shutdown(factory, false)`; the thread
+//!   starts lazily, on the first task. Every builder takes a
+//!   [`ThreadFactory`](pulsar_common::executors::ThreadFactory) (default: a
+//!   [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) with the pool name
+//!   above).
+//! - **`close()`**: idempotent, waits (bounded) for its executor to terminate, and is called by
+//!   `Drop`. After it, calls get a clear error.
+//! - **`threads()`**: the [`ComponentThreads`](crate::threads::ComponentThreads) record of the
+//!   threads it started, so that `close()` followed by `threads().await_exit(..)` proves that
+//!   nothing is left behind.
+//! - **User code** (functions, result consumers, producers, sources, triggerers) is never called
+//!   under an internal lock; its panics are caught at one boundary and become error values.
+//!
+//! Supporting items, by component:
+//!
+//! - [`FunctionInstance`]: [`Function`], [`FunctionOutput`], [`ResultCompleter`],
+//!   [`ExecutionResult`], [`Processed`], [`FunctionError`], [`ProcessError`].
+//! - [`ProducerCache`]: [`Producer`], [`ProducerFuture`], [`ProducerError`],
+//!   [`ProducerCloseReport`], [`GetProducerError`].
+//! - [`BatchSourceExecutor`]: [`BatchSource`], [`TaskEmitter`], [`BatchPushSource`],
+//!   [`BatchPushAdapter`], [`RecordPusher`], [`DiscoveryTriggerer`], [`DiscoveryTrigger`],
+//!   [`OnDemandTriggerer`], [`TriggerHandle`], [`PeriodicTriggerer`], [`TriggerOutcome`],
+//!   [`SourceError`], [`ReadError`], [`EmitError`], [`PushError`].
+
+mod batch_push_source;
+mod batch_source;
+mod batch_source_executor;
+mod errors;
+mod function;
+mod function_instance;
+mod periodic_triggerer;
+mod producer;
+mod producer_cache;
+mod producer_closer;
+mod thread_tracking;
+mod triggerer;
+mod unwind;
+
+pub use batch_push_source::{
+    BatchPushAdapter, BatchPushSource, RecordPusher, DEFAULT_PUSH_QUEUE_CAPACITY,
+};
+pub use batch_source::{BatchSource, TaskEmitter};
+pub use batch_source_executor::{
+    BatchSourceExecutor, BatchSourceExecutorBuilder, BATCH_SOURCE_DISCOVERY_POOL_NAME,
+    DEFAULT_DISCOVERY_CLOSE_TIMEOUT,
+};
+pub use errors::{
+    EmitError, FunctionError, GetProducerError, ProcessError, ProducerError, PushError, ReadError,
+    SourceError,
+};
+pub use function::{AsyncOutput, Function, FunctionOutput, ResultCompleter};
+pub use function_instance::{
+    ExecutionResult, FunctionInstance, FunctionInstanceBuilder, Processed,
+    DEFAULT_FUNCTION_CLOSE_TIMEOUT, DEFAULT_MAX_PENDING, FUNCTION_INSTANCE_POOL_NAME,
+};
+pub use periodic_triggerer::PeriodicTriggerer;
+pub use producer::{Producer, ProducerFuture};
+pub use producer_cache::{
+    ProducerCache, ProducerCacheBuilder, DEFAULT_CACHE_CLOSE_TIMEOUT, DEFAULT_IDLE_EXPIRY,
+    DEFAULT_MAX_PRODUCERS, DEFAULT_OPERATION_TIMEOUT, PRODUCER_CACHE_POOL_NAME,
+};
+pub use producer_closer::ProducerCloseReport;
+pub use triggerer::{
+    DiscoveryTrigger, DiscoveryTriggerer, OnDemandTriggerer, TriggerHandle, TriggerOutcome,
+};
