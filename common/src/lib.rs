@@ -27,4 +27,5 @@
 
 pub mod collections;
 pub mod executors;
+pub mod pool;
 pub(crate) mod sync;

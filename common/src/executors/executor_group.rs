@@ -1,0 +1,406 @@
+//! `ExecutorGroup`: N single-thread executors picked round robin, by index or by key.
+
+use crate::executors::pulsar_executors::PulsarExecutors;
+use crate::executors::single_thread_executor::SingleThreadExecutor;
+use crate::executors::task::Task;
+use crate::executors::thread_factory::{NamedThreadFactory, ThreadFactory};
+use std::collections::hash_map::DefaultHasher;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// A fixed group of [`SingleThreadExecutor`]s (SOFAJRaft's `FixedThreadsExecutorGroup` of
+/// `MpscSingleThreadExecutor`s): pick one round robin with [`next`](Self::next), by index with
+/// [`select`](Self::select), or pin everything about one key to one executor with
+/// [`select_for_key`](Self::select_for_key) — tasks for that key then run in order, on one
+/// thread, without locks of their own.
+///
+/// - **Lazy threads**: no thread starts before an executor's first task. Executor `i`'s thread
+///   is named `{pool_name}-{pool_id}-{i + 1}` — one pool id for the group, taken from one
+///   [`NamedThreadFactory`] — whatever order the threads start in, so a thread dump tells
+///   which executor a thread serves. (The builder can share another factory instead, or give
+///   each executor its own.)
+/// - **Selection**: `select(index)` masks with `len - 1` when the length is a power of two,
+///   and takes the remainder otherwise.
+/// - **Shutdown that cannot be stalled by one child**: [`shutdown_gracefully`] first signals
+///   *every* child, then waits for all of them against *one* deadline, and reports whether
+///   all terminated. (SOFAJRaft's gave each child the full timeout in turn and stopped
+///   signalling the rest after the first that failed.)
+///
+/// [`shutdown_gracefully`]: Self::shutdown_gracefully
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::executors::ExecutorGroup;
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+///
+/// let group = ExecutorGroup::new("replicator", 4);
+/// assert_eq!(group.len(), 4);
+///
+/// // Everything for one peer runs on one thread, in order.
+/// let (results, received) = mpsc::channel();
+/// for entry in 0..3 {
+///     let results = results.clone();
+///     group
+///         .select_for_key("peer-1:8080")
+///         .execute(move || results.send(entry).unwrap())
+///         .unwrap();
+/// }
+/// let order: Vec<i32> = received.iter().take(3).collect();
+/// assert_eq!(order, [0, 1, 2]);
+///
+/// assert!(group.shutdown_gracefully(Duration::from_secs(10)));
+/// assert!(group.is_terminated());
+/// ```
+pub struct ExecutorGroup {
+    /// The children, in index order.
+    executors: Box<[SingleThreadExecutor]>,
+    /// `len - 1` when the length is a power of two (select by mask), else `None` (remainder).
+    mask: Option<usize>,
+    /// Round-robin cursor of `next`; wraps on overflow.
+    cursor: AtomicUsize,
+    pool_name: String,
+}
+
+impl ExecutorGroup {
+    /// `threads` executors whose threads are named `{pool_name}-{pool_id}-{index + 1}`, with
+    /// auto shutdown on drop (see [`builder`](Self::builder) for the other settings).
+    ///
+    /// # Panics
+    ///
+    /// If `threads` is 0.
+    pub fn new(pool_name: impl Into<String>, threads: usize) -> Self {
+        Self::builder(pool_name, threads).build()
+    }
+
+    /// A builder for a group of `threads` executors named after `pool_name`.
+    pub fn builder(pool_name: impl Into<String>, threads: usize) -> ExecutorGroupBuilder {
+        ExecutorGroupBuilder {
+            pool_name: pool_name.into(),
+            threads,
+            factories: Factories::Indexed,
+            auto_shutdown_on_drop: true,
+            initial_capacity: None,
+            idle_trim_after: None,
+        }
+    }
+
+    /// Number of executors.
+    pub fn len(&self) -> usize {
+        self.executors.len()
+    }
+
+    /// Always `false`: a group has at least one executor.
+    pub fn is_empty(&self) -> bool {
+        self.executors.is_empty()
+    }
+
+    /// The executors, in index order (`select(i)` is `executors()[i]` for `i < len()`).
+    pub fn executors(&self) -> &[SingleThreadExecutor] {
+        &self.executors
+    }
+
+    /// The next executor in round-robin order, starting at index 0.
+    #[inline]
+    pub fn next(&self) -> &SingleThreadExecutor {
+        self.select(self.cursor.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The executor for `index`: `index & (len - 1)` when `len` is a power of two, else
+    /// `index % len`. The same index always gives the same executor.
+    #[inline]
+    pub fn select(&self, index: usize) -> &SingleThreadExecutor {
+        &self.executors[self.index_for(index)]
+    }
+
+    /// The executor a key is pinned to: the same key (by `Hash`) always gives the same
+    /// executor of this group.
+    pub fn select_for_key<K: Hash + ?Sized>(&self, key: &K) -> &SingleThreadExecutor {
+        &self.executors[self.index_for_key(key)]
+    }
+
+    /// The index [`select_for_key`](Self::select_for_key) picks for `key`.
+    pub fn index_for_key<K: Hash + ?Sized>(&self, key: &K) -> usize {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        self.index_for(hasher.finish() as usize)
+    }
+
+    #[inline]
+    fn index_for(&self, index: usize) -> usize {
+        match self.mask {
+            Some(mask) => index & mask,
+            None => index % self.executors.len(),
+        }
+    }
+
+    /// Starts a graceful shutdown of every executor (queued tasks still run). Idempotent;
+    /// does not wait.
+    pub fn shutdown(&self) {
+        for executor in self.executors.iter() {
+            executor.shutdown();
+        }
+    }
+
+    /// Stops every executor and returns their queued tasks, executor by executor in index
+    /// order, each oldest first. Running tasks finish.
+    pub fn shutdown_now(&self) -> Vec<Task> {
+        let mut tasks = Vec::new();
+        for executor in self.executors.iter() {
+            tasks.extend(executor.shutdown_now());
+        }
+        tasks
+    }
+
+    /// Signals every executor to shut down gracefully, then waits until all have terminated
+    /// or `timeout` has passed — one deadline for the whole group. Returns whether all
+    /// terminated. A child that does not finish in time neither stops the others from being
+    /// signalled nor takes their share of the wait: they all keep shutting down.
+    ///
+    /// Called from one of the group's own threads, that child cannot terminate while the call
+    /// waits, so the result is `false`.
+    pub fn shutdown_gracefully(&self, timeout: Duration) -> bool {
+        self.shutdown();
+        let terminated = self.await_termination(timeout);
+        if !terminated {
+            let pending: Vec<String> = self
+                .executors
+                .iter()
+                .filter(|executor| !executor.is_terminated())
+                .map(SingleThreadExecutor::name)
+                .collect();
+            tracing::warn!(
+                group = %self.pool_name,
+                ?timeout,
+                ?pending,
+                "executor group did not terminate in time; its executors keep shutting down"
+            );
+        }
+        terminated
+    }
+
+    /// Waits until every executor has terminated, at most `timeout` in all; `true` if all have.
+    pub fn await_termination(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut all = true;
+        for executor in self.executors.iter() {
+            let remaining = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                None => Duration::MAX,
+            };
+            // Keep going after a failure: the rest may already be done.
+            all &= executor.await_termination(remaining);
+        }
+        all
+    }
+
+    /// Whether every executor has been shut down.
+    pub fn is_shutdown(&self) -> bool {
+        self.executors.iter().all(SingleThreadExecutor::is_shutdown)
+    }
+
+    /// Whether every executor has terminated.
+    pub fn is_terminated(&self) -> bool {
+        self.executors
+            .iter()
+            .all(SingleThreadExecutor::is_terminated)
+    }
+
+    /// Tasks accepted and not yet started, over all executors.
+    pub fn pending_tasks(&self) -> usize {
+        self.executors
+            .iter()
+            .map(SingleThreadExecutor::pending_tasks)
+            .sum()
+    }
+
+    /// The pool name given at construction.
+    pub fn pool_name(&self) -> &str {
+        &self.pool_name
+    }
+}
+
+impl<'a> IntoIterator for &'a ExecutorGroup {
+    type Item = &'a SingleThreadExecutor;
+    type IntoIter = std::slice::Iter<'a, SingleThreadExecutor>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.executors.iter()
+    }
+}
+
+impl fmt::Debug for ExecutorGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutorGroup")
+            .field("pool_name", &self.pool_name)
+            .field("len", &self.executors.len())
+            .field("shutdown", &self.is_shutdown())
+            .field("terminated", &self.is_terminated())
+            .finish()
+    }
+}
+
+/// Settings of an [`ExecutorGroup`], fixed once built.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::executors::ExecutorGroup;
+///
+/// // A component that shuts the group down in its own lifecycle turns auto shutdown off.
+/// let group = ExecutorGroup::builder("io", 3)
+///     .auto_shutdown_on_drop(false)
+///     .initial_capacity(256)
+///     .build();
+/// assert!(group.executors().iter().all(|e| !e.auto_shutdown_on_drop()));
+/// assert_eq!(group.executors()[0].queue_capacity(), 256);
+/// group.shutdown_now();
+/// ```
+pub struct ExecutorGroupBuilder {
+    pool_name: String,
+    threads: usize,
+    factories: Factories,
+    auto_shutdown_on_drop: bool,
+    initial_capacity: Option<usize>,
+    idle_trim_after: Option<Option<Duration>>,
+}
+
+impl ExecutorGroupBuilder {
+    /// One factory for every child's thread, which names them (a shared
+    /// [`NamedThreadFactory`] numbers them in the order they start). Default: executor `i`'s
+    /// thread is `{pool_name}-{pool_id}-{i + 1}`.
+    pub fn thread_factory(mut self, factory: impl ThreadFactory) -> Self {
+        self.factories = Factories::Shared(Arc::new(factory));
+        self
+    }
+
+    /// A factory per child: `make(i)` is called once, at build, for executor `i`.
+    pub fn thread_factory_per_executor<F: ThreadFactory>(
+        mut self,
+        make: impl Fn(usize) -> F + 'static,
+    ) -> Self {
+        self.factories = Factories::PerExecutor(Box::new(move |index| Arc::new(make(index))));
+        self
+    }
+
+    /// Whether each child shuts down without a warning when its last clone (the group's) is
+    /// dropped (default `true`).
+    pub fn auto_shutdown_on_drop(mut self, enabled: bool) -> Self {
+        self.auto_shutdown_on_drop = enabled;
+        self
+    }
+
+    /// Each child's initial task slots (the executor default otherwise).
+    pub fn initial_capacity(mut self, slots: usize) -> Self {
+        self.initial_capacity = Some(slots);
+        self
+    }
+
+    /// Each child's idle trim period (the executor default otherwise; `None` never trims).
+    pub fn idle_trim_after(mut self, idle: Option<Duration>) -> Self {
+        self.idle_trim_after = Some(idle);
+        self
+    }
+
+    /// Builds the group. No thread starts until a child's first task.
+    ///
+    /// # Panics
+    ///
+    /// If the group was given 0 threads.
+    pub fn build(self) -> ExecutorGroup {
+        assert!(
+            self.threads > 0,
+            "an executor group needs at least one thread"
+        );
+        let pool = Arc::new(NamedThreadFactory::new(self.pool_name.clone()));
+        let factory_for = |index: usize| -> Arc<dyn ThreadFactory> {
+            match &self.factories {
+                Factories::Indexed => Arc::new(IndexedThreadFactory {
+                    pool: Arc::clone(&pool),
+                    n: index + 1,
+                }),
+                Factories::Shared(factory) => Arc::clone(factory),
+                Factories::PerExecutor(make) => make(index),
+            }
+        };
+        let executors: Box<[SingleThreadExecutor]> = (0..self.threads)
+            .map(|index| {
+                let mut builder = PulsarExecutors::builder()
+                    .thread_factory(factory_for(index))
+                    .auto_shutdown_on_drop(self.auto_shutdown_on_drop);
+                if let Some(slots) = self.initial_capacity {
+                    builder = builder.initial_capacity(slots);
+                }
+                if let Some(idle) = self.idle_trim_after {
+                    builder = builder.idle_trim_after(idle);
+                }
+                builder.build()
+            })
+            .collect();
+        ExecutorGroup {
+            mask: self.threads.is_power_of_two().then(|| self.threads - 1),
+            executors,
+            cursor: AtomicUsize::new(0),
+            pool_name: self.pool_name,
+        }
+    }
+}
+
+impl fmt::Debug for ExecutorGroupBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutorGroupBuilder")
+            .field("pool_name", &self.pool_name)
+            .field("threads", &self.threads)
+            .field("thread_factories", &self.factories)
+            .field("auto_shutdown_on_drop", &self.auto_shutdown_on_drop)
+            .field("initial_capacity", &self.initial_capacity)
+            .field("idle_trim_after", &self.idle_trim_after)
+            .finish()
+    }
+}
+
+/// Where the children's threads come from.
+enum Factories {
+    /// Executor `i`: `{pool_name}-{pool_id}-{i + 1}`, one pool id for the group.
+    Indexed,
+    /// One factory shared by every child.
+    Shared(Arc<dyn ThreadFactory>),
+    /// A factory per child index.
+    PerExecutor(Box<dyn Fn(usize) -> Arc<dyn ThreadFactory>>),
+}
+
+impl fmt::Debug for Factories {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Factories::Indexed => "indexed",
+            Factories::Shared(_) => "shared",
+            Factories::PerExecutor(_) => "per_executor",
+        })
+    }
+}
+
+/// Names the thread of one executor of a group `{pool_name}-{pool_id}-{n}`, with the group's
+/// pool name and id (from its one [`NamedThreadFactory`]) and the executor's `n = index + 1`.
+struct IndexedThreadFactory {
+    pool: Arc<NamedThreadFactory>,
+    n: usize,
+}
+
+impl ThreadFactory for IndexedThreadFactory {
+    fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>> {
+        thread::Builder::new()
+            .name(format!(
+                "{}-{}-{}",
+                self.pool.pool_name(),
+                self.pool.pool_id(),
+                self.n
+            ))
+            .spawn(body)
+    }
+}

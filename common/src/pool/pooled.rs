@@ -1,0 +1,182 @@
+//! `Pooled<T>`: an object on loan from a `Recycler`, given back when the guard is dropped.
+
+use crate::pool::return_queue::Refused;
+use crate::pool::thread_pool::{LocalPool, Origin};
+use crate::pool::thread_slots;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::thread;
+
+/// An object on loan from a [`Recycler`](super::Recycler): it dereferences to `T`, and goes
+/// back to the pool of the thread that handed it out when dropped (or
+/// [`recycle`](Self::recycle)d), from any thread.
+///
+/// The guard owns the object, so it can be given back only once: a double return, the bug
+/// behind netty#10986 (two threads recycling one handle), cannot be written. The object
+/// leaves circulation for good with [`detach`](Self::detach).
+///
+/// Giving it back: the recycler's reset hook runs on the returning thread, then the object is
+/// kept by the origin thread's pool — directly when returned on that thread, through its
+/// bounded return queue otherwise — unless that would pass the pool's object or byte cap, or
+/// the origin thread has exited; it is dropped then. Dropping a guard never blocks beyond a
+/// short internal lock and never panics on its own account.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::pool::Recycler;
+///
+/// let recycler = Recycler::builder(Vec::<u8>::new).reset(|buffer| buffer.clear()).build();
+/// let mut buffer = recycler.get();
+/// buffer.extend_from_slice(b"abc");
+/// let sent = std::thread::spawn(move || buffer.len()); // returned from another thread
+/// assert_eq!(sent.join().unwrap(), 3);
+///
+/// let again = recycler.get(); // the same Vec, cleared
+/// assert!(again.is_empty() && again.capacity() >= 3);
+/// ```
+pub struct Pooled<T: Send + 'static> {
+    /// `Some` until the guard is consumed (`recycle`, `detach`, `Drop`).
+    value: Option<T>,
+    /// The pool it goes back to; `None` for an object made without a pool (the thread's
+    /// table was being destroyed), which is simply dropped.
+    origin: Option<Arc<Origin<T>>>,
+}
+
+impl<T: Send + 'static> Pooled<T> {
+    pub(crate) fn new(value: T, origin: Option<Arc<Origin<T>>>) -> Self {
+        Self {
+            value: Some(value),
+            origin,
+        }
+    }
+
+    /// Gives the object back now (the same as dropping the guard, spelled out).
+    pub fn recycle(self) {
+        drop(self);
+    }
+
+    /// Takes the object out of circulation: it is never given back, and the pool forgets it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::pool::Recycler;
+    ///
+    /// let recycler = Recycler::new(|| String::from("kept"));
+    /// let mine: String = recycler.get().detach();
+    /// assert_eq!(mine, "kept");
+    /// assert_eq!(recycler.stats().detached, 1);
+    /// ```
+    pub fn detach(mut self) -> T {
+        if let Some(origin) = self.origin.take() {
+            origin.shared.count_detached();
+        }
+        self.value
+            .take()
+            .expect("a Pooled holds its value until consumed")
+    }
+
+    /// Whether the object will go back to a pool (`false` only for objects made while the
+    /// calling thread was exiting).
+    pub fn is_pooled(&self) -> bool {
+        self.origin.is_some()
+    }
+}
+
+/// Gives `value` back to `origin`'s pool, or drops it.
+fn give_back<T: Send + 'static>(value: T, origin: Arc<Origin<T>>) {
+    let shared = &origin.shared;
+    if thread::panicking() || !shared.key.is_alive() {
+        // No user hooks while unwinding; no pool to return to once the recycler is gone.
+        shared.count_orphan_drop();
+        drop(value);
+        return;
+    }
+    let Some((value, bytes)) = shared.prepare(value) else {
+        return; // the hook panicked; counted and dropped by `prepare`
+    };
+    let slot = shared.key.slot();
+    // On the origin thread: straight onto its free list, the handle kept with the object.
+    let mut item = Some((value, origin));
+    let own = thread_slots::with_existing_pool(slot, |local: &mut LocalPool<T>| {
+        let here = item
+            .as_ref()
+            .is_some_and(|(_, origin)| Arc::ptr_eq(local.origin(), origin));
+        if !here {
+            return None;
+        }
+        let (value, origin) = item.take()?;
+        Some(local.put(value, bytes, origin))
+    })
+    .flatten();
+    match own {
+        Some(Ok(())) => {}
+        Some(Err(refused)) => drop(refused), // over a cap: counted by `put`
+        None => {
+            let (value, origin) = item.take().expect("not taken on this path");
+            match origin.queue.push(value, bytes) {
+                Ok(()) => {}
+                Err((refused, Refused::Full)) => drop(refused), // counted by the queue
+                Err((refused, Refused::Closed)) => {
+                    origin.shared.count_orphan_drop();
+                    drop(refused);
+                }
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        let Some(value) = self.value.take() else {
+            return;
+        };
+        match self.origin.take() {
+            Some(origin) => give_back(value, origin),
+            None => drop(value),
+        }
+    }
+}
+
+impl<T: Send + 'static> Deref for Pooled<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        self.value
+            .as_ref()
+            .expect("a Pooled holds its value until consumed")
+    }
+}
+
+impl<T: Send + 'static> DerefMut for Pooled<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        self.value
+            .as_mut()
+            .expect("a Pooled holds its value until consumed")
+    }
+}
+
+impl<T: Send + 'static> AsRef<T> for Pooled<T> {
+    fn as_ref(&self) -> &T {
+        self
+    }
+}
+
+impl<T: Send + 'static> AsMut<T> for Pooled<T> {
+    fn as_mut(&mut self) -> &mut T {
+        self
+    }
+}
+
+impl<T: Send + fmt::Debug + 'static> fmt::Debug for Pooled<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pooled")
+            .field("value", &self.value)
+            .field("pooled", &self.origin.is_some())
+            .finish()
+    }
+}

@@ -1,0 +1,253 @@
+//! `ByteBufferCollector`: writes, geometric growth, pooled reuse, the 4 MiB and per-thread
+//! byte caps, and zero allocations per batch once warm (counted per thread).
+#![cfg(not(loom))]
+
+use pulsar_common::pool::{
+    AdaptiveBufAllocator, ByteBufferCollector, CollectorPoolConfig, Recycler,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts allocations (and reallocations) made by the current thread, so tests running in
+/// parallel do not see each other's.
+struct PerThreadCounting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: the slot may be gone while the thread is being torn down.
+    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+// `GlobalAlloc` contract is `System`'s; the counter is a `const`-initialised `Cell` with no
+// destructor, which never allocates.
+unsafe impl GlobalAlloc for PerThreadCounting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; the caller upholds `dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: PerThreadCounting = PerThreadCounting;
+
+/// Allocations the calling thread makes while running `f`.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// One replication batch: `entries` length-prefixed entries of `size` bytes.
+fn build_batch(collector: &mut ByteBufferCollector, entries: usize, entry: &[u8]) {
+    for _ in 0..entries {
+        collector.put_u32(entry.len() as u32);
+        collector.put(entry);
+    }
+}
+
+// ---- writing ----------------------------------------------------------------------------
+
+#[test]
+fn writes_are_appended_in_order() {
+    let mut collector = ByteBufferCollector::new();
+    collector.put(b"ab");
+    collector.put_u8(b'c');
+    collector.put_u32(0x0102_0304);
+    collector.put_u64(5);
+    collector.extend(b"xy");
+    assert_eq!(
+        collector.as_slice(),
+        b"abc\x01\x02\x03\x04\0\0\0\0\0\0\0\x05xy"
+    );
+    assert_eq!(collector.len(), 17);
+}
+
+#[test]
+fn a_new_collector_allocates_nothing_until_written() {
+    assert_eq!(allocations_in(|| drop(ByteBufferCollector::new())), 0);
+}
+
+#[test]
+fn growth_is_geometric() {
+    let mut collector = ByteBufferCollector::new();
+    let mut capacities = vec![collector.capacity()];
+    for _ in 0..(1 << 20) {
+        collector.put_u8(1);
+        if collector.capacity() != *capacities.last().unwrap() {
+            capacities.push(collector.capacity());
+        }
+    }
+    // 0, then 64 doubling to 1 MiB: 15 growths for a million one-byte writes.
+    let expected: Vec<usize> = std::iter::once(0).chain((0..15).map(|k| 64 << k)).collect();
+    assert_eq!(capacities, expected);
+}
+
+#[test]
+fn a_write_larger_than_double_grows_to_exactly_what_it_needs() {
+    let mut collector = ByteBufferCollector::allocate(100);
+    collector.put(&[0; 1000]);
+    assert_eq!(collector.capacity(), 1000);
+}
+
+#[test]
+fn into_bytes_hands_the_buffer_over_without_copying() {
+    let mut collector = ByteBufferCollector::allocate(16);
+    collector.put(b"payload");
+    let address = collector.as_slice().as_ptr();
+    let bytes = collector.into_bytes();
+    assert_eq!(bytes.as_ptr(), address);
+    assert_eq!(&bytes[..], b"payload");
+}
+
+// ---- pooling ----------------------------------------------------------------------------
+
+#[test]
+fn allocate_by_recycler_reuses_a_buffer_that_is_large_enough() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    let mut first = ByteBufferCollector::allocate_from(&recycler, 4096);
+    first.put(b"old");
+    let address = first.as_slice().as_ptr();
+    drop(first);
+    let second = ByteBufferCollector::allocate_from(&recycler, 1000);
+    assert!(second.is_empty(), "cleared on return");
+    assert_eq!(second.as_slice().as_ptr(), address, "same buffer");
+    assert_eq!(second.capacity(), 4096);
+}
+
+#[test]
+fn allocate_by_recycler_replaces_a_smaller_buffer_with_one_of_exactly_the_size() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    drop(ByteBufferCollector::allocate_from(&recycler, 100));
+    let bigger = ByteBufferCollector::allocate_from(&recycler, 5000);
+    assert_eq!(bigger.capacity(), 5000);
+    assert_eq!(recycler.stats().hits, 1, "the collector itself is reused");
+}
+
+#[test]
+fn a_buffer_over_4_mib_is_freed_on_return_and_the_collector_pooled_empty() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    let mut big = ByteBufferCollector::allocate_from(&recycler, 1024);
+    big.put(&vec![0; ByteBufferCollector::MAX_POOLED_CAPACITY + 1]);
+    drop(big);
+    let pool = recycler.thread_stats();
+    assert_eq!((pool.size, pool.retained_bytes), (1, 0));
+    assert_eq!(recycler.get().capacity(), 0);
+}
+
+#[test]
+fn a_buffer_of_exactly_4_mib_is_kept() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    drop(ByteBufferCollector::allocate_from(
+        &recycler,
+        ByteBufferCollector::MAX_POOLED_CAPACITY,
+    ));
+    assert_eq!(
+        recycler.thread_stats().retained_bytes,
+        ByteBufferCollector::MAX_POOLED_CAPACITY
+    );
+}
+
+#[test]
+fn retained_bytes_per_thread_stay_within_the_cap_after_a_burst() {
+    const MIB: usize = 1024 * 1024;
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig {
+        max_collectors_per_thread: 256,
+        max_pooled_capacity: 4 * MIB,
+        max_retained_bytes_per_thread: MIB,
+    });
+    let burst: Vec<_> = (0..64)
+        .map(|_| ByteBufferCollector::allocate_from(&recycler, 256 * 1024))
+        .collect();
+    drop(burst);
+    let pool = recycler.thread_stats();
+    assert_eq!((pool.size, pool.retained_bytes), (4, MIB));
+    assert_eq!(pool.dropped, 60);
+    assert_eq!(recycler.stats().retained_bytes, MIB as u64);
+}
+
+#[test]
+fn the_default_pool_keeps_at_most_16_mib_per_thread() {
+    let recycler = ByteBufferCollector::default_recycler();
+    assert_eq!(recycler.max_retained_bytes_per_thread(), 16 * 1024 * 1024);
+    assert_eq!(recycler.max_objects_per_thread(), 256);
+}
+
+// ---- zero allocations once warm ---------------------------------------------------------
+
+#[test]
+fn building_same_sized_batches_from_the_pool_allocates_nothing_once_warm() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    for size in [16usize, 64, 128, 256, 512, 1024, 2048] {
+        let entry = vec![7u8; size];
+        let batch_bytes = 256 * (4 + size);
+        let one_batch = || {
+            let mut collector = ByteBufferCollector::allocate_from(&recycler, 1024);
+            build_batch(&mut collector, 256, &entry);
+            assert_eq!(collector.len(), batch_bytes);
+        };
+        one_batch(); // warm: the pool and the buffer grow once
+        let steady = allocations_in(|| (0..100).for_each(|_| one_batch()));
+        assert_eq!(steady, 0, "entry size {size}");
+    }
+}
+
+#[test]
+fn a_pooled_batch_sized_by_the_adaptive_guess_allocates_nothing_once_the_guess_settles() {
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    let mut handle = AdaptiveBufAllocator::default().new_handle();
+    let entry = vec![7u8; 512];
+    let mut one_batch = || {
+        let mut collector = handle.allocate_from(&recycler);
+        build_batch(&mut collector, 256, &entry);
+        handle.record(collector.len());
+    };
+    for _ in 0..10 {
+        one_batch();
+    }
+    assert_eq!(allocations_in(|| (0..100).for_each(|_| one_batch())), 0);
+}
+
+#[test]
+fn a_fresh_collector_per_batch_allocates_on_every_batch() {
+    let entry = vec![7u8; 64];
+    let allocations = allocations_in(|| {
+        for _ in 0..10 {
+            let mut collector = ByteBufferCollector::allocate(1024);
+            build_batch(&mut collector, 256, &entry);
+        }
+    });
+    // 1 KiB doubling to 17 KiB+: one allocation and five growths per batch.
+    assert_eq!(allocations, 10 * 6);
+}
+
+#[test]
+fn a_pooled_collector_can_be_used_through_a_plain_recycler_handle() {
+    let recycler: Recycler<ByteBufferCollector> =
+        ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    let mut collector = recycler.get();
+    collector.put(b"x");
+    let kept = collector.detach().into_vec();
+    assert_eq!(kept, b"x");
+}
