@@ -67,6 +67,33 @@ mod imp {
 
     /// Whether the bounded spin before parking is compiled in (not under loom).
     pub(crate) const SPIN_ENABLED: bool = true;
+
+    /// `std::cell::UnsafeCell` behind loom's closure-based API, so that loom can check every
+    /// access of the cells it models.
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Immutable access through a raw pointer.
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Mutable access through a raw pointer.
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Exclusive access, checked by the borrow checker.
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut()
+        }
+    }
 }
 
 #[cfg(loom)]
@@ -133,6 +160,28 @@ mod imp {
     }
 
     pub(crate) const SPIN_ENABLED: bool = false;
+
+    /// loom's `UnsafeCell`, which checks that no access overlaps a mutable one.
+    pub(crate) struct UnsafeCell<T>(loom::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::cell::UnsafeCell::new(value))
+        }
+
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            self.0.with(f)
+        }
+
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            self.0.with_mut(f)
+        }
+
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            // SAFETY: `&mut self` proves no other access exists.
+            self.0.with_mut(|ptr| unsafe { &mut *ptr })
+        }
+    }
 }
 
 pub(crate) use imp::*;

@@ -818,3 +818,47 @@ fn a_shared_named_factory_numbers_its_threads_from_one_under_one_pool_id() {
         ]
     );
 }
+
+#[test]
+fn shutdown_now_takes_back_the_unclaimed_rest_of_the_batch_the_worker_is_running() {
+    let executor = PulsarExecutors::new_single_thread_executor();
+    let release_a = block_worker(&executor);
+    // Queue blocker B and ten tasks behind it while the worker is busy with A, so that the
+    // worker takes all eleven in one batch when A ends.
+    let (release_b, blocked_b) = mpsc::channel::<()>();
+    let (b_started_tx, b_started) = mpsc::channel::<()>();
+    executor
+        .execute(move || {
+            b_started_tx.send(()).unwrap();
+            let _ = blocked_b.recv();
+        })
+        .unwrap();
+    let drops = DropCounter::new();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..10 {
+        let (token, order) = (drops.token(), Arc::clone(&order));
+        executor
+            .execute(move || {
+                let _token = token;
+                order.lock().unwrap().push(i);
+            })
+            .unwrap();
+    }
+    release_a.send(()).unwrap();
+    b_started.recv_timeout(LONG).unwrap(); // the batch [B, 0..10] is running B
+    assert_eq!(executor.pending_tasks(), 10);
+    let returned = executor.shutdown_now();
+    assert_eq!(returned.len(), 10);
+    release_b.send(()).unwrap();
+    assert!(executor.await_termination(LONG));
+    assert!(
+        order.lock().unwrap().is_empty(),
+        "stolen tasks never ran on the worker"
+    );
+    assert_eq!(drops.drops(), 0);
+    for task in returned {
+        task.run();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..10).collect::<Vec<_>>());
+    assert_eq!(drops.drops(), 10);
+}

@@ -78,6 +78,18 @@ impl<T> Ring<T> {
         self.items.capacity()
     }
 
+    /// The item `index` places from the head.
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<&T> {
+        self.items.get(index)
+    }
+
+    /// Removes every item (dropping them), keeping the storage.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.items.clear();
+    }
+
     /// Iterates head to tail.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.items.iter()

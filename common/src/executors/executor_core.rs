@@ -7,10 +7,12 @@ use crate::collections::ring::Ring;
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
+use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::{
     Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED,
 };
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
@@ -48,8 +50,10 @@ pub(crate) enum WorkerState {
 
 /// What the queue lock protects.
 pub(crate) struct QueueState {
-    /// Tasks accepted and not yet moved to the worker's batch, oldest first.
-    pub(crate) ring: Ring<RawTask>,
+    /// Tasks accepted and not yet moved to the worker's batch, oldest first. (Slots are
+    /// `ManuallyDrop`: the ring's storage is swapped into the batch, whose claim protocol
+    /// decides who drops each task; `ExecutorCore::drop` drops what is left here.)
+    pub(crate) ring: Ring<TaskSlot>,
     /// One of [`RUNNING`], [`SHUTDOWN`], [`STOP`], [`TERMINATED`].
     pub(crate) run: u8,
     pub(crate) worker: WorkerState,
@@ -61,13 +65,13 @@ pub(crate) struct QueueState {
 
 /// The executor itself; `SingleThreadExecutor` handles and the worker thread share it.
 pub(crate) struct ExecutorCore {
-    /// The ring producers push to, and the run state. Lock order: `queue`, then `batch`.
-    /// Its cache line is the producers': nothing the worker polls shares it.
+    /// The ring producers push to, and the run state. Its cache line is the producers':
+    /// nothing the worker polls shares it.
     queue: CachePadded<Mutex<QueueState>>,
-    /// The tasks the worker swapped out of `queue` in one go and is running one at a time.
-    /// Taking a task out of it under this lock is the claim that makes `shutdown_now` exact:
-    /// a task is either claimed by the worker (and runs) or drained by `shutdown_now`.
-    batch: CachePadded<Mutex<Ring<RawTask>>>,
+    /// The tasks the worker swapped out of `queue` in one go and runs one at a time. Each is
+    /// claimed with one atomic increment before it runs, which makes `shutdown_now` exact: a
+    /// task is either claimed by the worker (and runs) or stolen by `shutdown_now`.
+    batch: CachePadded<TaskBatch>,
     /// The parked worker waits here (with the `queue` lock).
     work_available: Condvar,
     /// `await_termination` waits here (with the `queue` lock).
@@ -106,7 +110,7 @@ impl ExecutorCore {
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
             })),
-            batch: CachePadded(Mutex::new(Ring::empty())),
+            batch: CachePadded(TaskBatch::new()),
             work_available: Condvar::new(),
             termination: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
@@ -155,7 +159,7 @@ impl ExecutorCore {
     /// Pushes under the lock, then wakes the worker only if it is parked.
     #[inline]
     fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
-        queue.ring.push_back(task);
+        queue.ring.push_back(ManuallyDrop::new(task));
         if queue.ring.len() == 1 {
             self.has_work.store(true, Ordering::Release);
         }
@@ -277,13 +281,13 @@ impl ExecutorCore {
             self.run.store(STOP, Ordering::Release);
         }
         let mut taken = Vec::new();
-        {
-            let mut batch = self.batch.lock();
-            let len = batch.len() + queue.ring.len();
-            taken.reserve_exact(len);
-            batch.drain_to(&mut taken, usize::MAX);
+        // SAFETY: the queue lock is held.
+        taken.reserve_exact(unsafe { self.batch.unclaimed() } + queue.ring.len());
+        // SAFETY: the queue lock is held. The batch's tasks are older than the ring's.
+        unsafe { self.batch.steal_unclaimed(&mut taken) };
+        while let Some(slot) = queue.ring.pop_front() {
+            taken.push(ManuallyDrop::into_inner(slot));
         }
-        queue.ring.drain_to(&mut taken, usize::MAX);
         self.has_work.store(false, Ordering::Release);
         self.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
@@ -337,15 +341,15 @@ impl ExecutorCore {
     /// Tasks accepted and not yet started.
     pub(crate) fn pending_tasks(&self) -> usize {
         let queue = self.queue.lock();
-        let batch = self.batch.lock();
-        queue.ring.len() + batch.len()
+        // SAFETY: the queue lock is held.
+        queue.ring.len() + unsafe { self.batch.unclaimed() }
     }
 
     /// Task slots allocated now (the producers' ring plus the worker's batch).
     pub(crate) fn queue_capacity(&self) -> usize {
         let queue = self.queue.lock();
-        let batch = self.batch.lock();
-        queue.ring.capacity() + batch.capacity()
+        // SAFETY: the queue lock is held.
+        queue.ring.capacity() + unsafe { self.batch.capacity() }
     }
 
     /// The worker thread's body.
@@ -362,13 +366,11 @@ impl ExecutorCore {
         }
         let _terminator = Terminator(core);
         loop {
-            // Claim and run the batch one task at a time; `shutdown_now` may take the rest.
-            loop {
-                let next = core.batch.lock().pop_front();
-                match next {
-                    Some(task) => core.run_task(task),
-                    None => break,
-                }
+            // Claim and run the batch one task at a time; `shutdown_now` may steal the rest.
+            // SAFETY: this is the worker; it refills/releases the batch only in
+            // `refill_batch`, after this loop.
+            while let Some(task) = unsafe { core.batch.claim() } {
+                core.run_task(task);
             }
             if !core.refill_batch() {
                 return;
@@ -400,10 +402,10 @@ impl ExecutorCore {
                 return false;
             }
             if !queue.ring.is_empty() {
-                let mut batch = self.batch.lock();
-                debug_assert!(batch.is_empty());
                 // O(1): the producers get the batch's (empty) storage back.
-                batch.swap(&mut queue.ring);
+                // SAFETY: the worker, under the queue lock, with the batch exhausted (the
+                // claim loop ended).
+                unsafe { self.batch.refill(&mut queue.ring) };
                 self.has_work.store(false, Ordering::Release);
                 return true;
             }
@@ -437,7 +439,9 @@ impl ExecutorCore {
     /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
     /// 64 slots), the batch entirely (it grows back to 64 on the next swap).
     fn trim_idle(&self, queue: &mut QueueState) {
-        let freed = queue.ring.trim() + self.batch.lock().release();
+        // SAFETY: called by the worker from `refill_batch`, under the queue lock, with the
+        // batch exhausted.
+        let freed = queue.ring.trim() + unsafe { self.batch.release() };
         if freed > 0 {
             tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queue");
         }
@@ -466,6 +470,17 @@ impl ExecutorCore {
                 return;
             }
             thread::yield_now();
+        }
+    }
+}
+
+impl Drop for ExecutorCore {
+    fn drop(&mut self) {
+        // Tasks still queued (only possible when no worker could ever be started): the ring
+        // holds them as `ManuallyDrop`, so drop them here, once.
+        let mut stranded = std::mem::replace(&mut self.queue.lock().ring, Ring::empty());
+        while let Some(slot) = stranded.pop_front() {
+            drop(ManuallyDrop::into_inner(slot));
         }
     }
 }

@@ -12,12 +12,15 @@
 //! storage and its safety argument, trim policy) is described in `README.md` beside this file.
 
 mod executor_core;
+mod executor_group;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;
 mod rejected;
+mod scheduled;
 mod single_thread_executor;
 mod task;
+mod task_batch;
 mod task_error;
 mod task_handle;
 mod thread_factory;
@@ -25,11 +28,13 @@ mod thread_factory;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder};
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
 pub use pulsar_executors::{
     PulsarExecutors, SingleThreadExecutorBuilder, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME,
 };
 pub use rejected::{RejectReason, RejectedExecution};
+pub use scheduled::{ScheduledExecutor, ScheduledHandle};
 pub use single_thread_executor::SingleThreadExecutor;
 pub use task::Task;
 pub use task_error::TaskError;

@@ -1,0 +1,744 @@
+//! `ScheduledCore`: the state a scheduled executor's handles share with its worker, and the
+//! worker loop (a FIFO fast path for immediate tasks beside the timer heap).
+//!
+//! The protocol (lock order, wake-up, claim, cancel vs fire) is described in `README.md`
+//! beside this file; the FIFO path is the single-thread executor's, step for step.
+
+use crate::collections::ring::Ring;
+use crate::executors::executor_core::{WorkerState, RUNNING, SHUTDOWN, STOP, TERMINATED};
+use crate::executors::raw_task::{Job, RawTask};
+use crate::executors::rejected::RejectReason;
+use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_heap::TimerHeap;
+use crate::executors::task::Task;
+use crate::executors::thread_factory::ThreadFactory;
+use crate::sync::{Arc, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker spins on the queue length before it yields and then parks.
+const SPIN_FOR: Duration = Duration::from_micros(50);
+/// How many `yield_now` calls follow the spin before the worker parks.
+const YIELDS_BEFORE_PARK: u32 = 4;
+/// How long the worker must have been idle before it gives the memory of a burst back.
+const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
+
+/// What the queue lock protects.
+pub(crate) struct QueueState {
+    /// Immediate tasks accepted and not yet moved to the worker's batch, oldest first.
+    ring: Ring<RawTask>,
+    /// Delayed and periodic tasks waiting for their deadline.
+    timers: TimerHeap,
+    /// One of `RUNNING`, `SHUTDOWN`, `STOP`, `TERMINATED` (the executor core's states).
+    run: u8,
+    worker: WorkerState,
+    /// Set by the worker, under this lock, right before it waits on `work_available`; a
+    /// producer (or a `schedule` whose timer became the earliest) that finds it set clears it
+    /// and notifies. Nobody else notifies, so producers make no wake-up call while the worker
+    /// is awake.
+    worker_parked: bool,
+}
+
+/// What the batch lock protects: what the worker took out of the queue in one go, and runs
+/// one at a time. Taking an item out under this lock is the worker's claim: an item is either
+/// claimed (and runs) or still here when `shutdown_now` drains it — or, for a timer, when
+/// `cancel` removes it.
+struct Batch {
+    /// The immediate tasks swapped out of the ring, oldest first; they run first.
+    tasks: Ring<RawTask>,
+    /// The timers that were due at the swap, earliest first; they run after the tasks.
+    due: VecDeque<std::sync::Arc<dyn Timer>>,
+}
+
+/// One item the worker claimed from its batch.
+enum Claimed {
+    Task(RawTask),
+    Timer(std::sync::Arc<dyn Timer>),
+}
+
+/// The executor itself; `ScheduledExecutor` handles, `ScheduledHandle`s and the worker share it.
+pub(crate) struct ScheduledCore {
+    /// Ring, timers and run state. Lock order: `queue`, then `batch`, then an entry's own lock.
+    queue: Mutex<QueueState>,
+    /// What the worker took out of `queue` in one go (the ring's tasks, then the timers that
+    /// were due) and runs one at a time.
+    batch: Mutex<Batch>,
+    /// The parked worker waits here (with the `queue` lock), with a timeout when a timer is
+    /// armed.
+    work_available: Condvar,
+    /// `await_termination` waits here (with the `queue` lock).
+    termination: Condvar,
+    /// Mirror of `queue.ring.len()`, written under the lock: what the spinning worker polls.
+    queued: AtomicUsize,
+    /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
+    run: AtomicU8,
+    factory: std::sync::Arc<dyn ThreadFactory>,
+    /// Process-wide executor number, for `Debug` and log lines before a thread has a name.
+    id: u64,
+    /// The worker thread's name, once started.
+    thread_name: OnceLock<String>,
+    /// The worker thread's id, once it runs: `await_termination` on it returns at once.
+    worker_thread: OnceLock<ThreadId>,
+}
+
+static NEXT_SCHEDULED_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A one-shot timer handed back by `shutdown_now`, as a [`Task`].
+///
+/// Running it fires the entry (completing its handle); dropping it unrun cancels the entry, so
+/// the task's handle never waits forever. Three words: it sits inline in a task slot.
+struct Fire {
+    entry: Option<std::sync::Arc<dyn Timer>>,
+    core: Arc<ScheduledCore>,
+}
+
+impl Job for Fire {
+    fn run(mut self) {
+        let entry = self.entry.take().expect("a Fire runs once");
+        ScheduledCore::fire(&self.core, entry);
+    }
+}
+
+impl Drop for Fire {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take() {
+            cancel_detached(&*entry);
+        }
+    }
+}
+
+/// Cancels an entry that is not in the heap (due, or handed back by `shutdown_now`).
+fn cancel_detached(entry: &dyn Timer) {
+    if entry.header().try_cancel(entry.is_periodic()) {
+        entry.finish_cancel();
+    }
+}
+
+impl ScheduledCore {
+    pub(crate) fn new(factory: std::sync::Arc<dyn ThreadFactory>) -> Self {
+        Self {
+            queue: Mutex::new(QueueState {
+                ring: Ring::with_capacity(crate::collections::ring::MIN_TRIM_CAPACITY),
+                timers: TimerHeap::new(),
+                run: RUNNING,
+                worker: WorkerState::NotStarted,
+                worker_parked: false,
+            }),
+            batch: Mutex::new(Batch {
+                tasks: Ring::empty(),
+                due: VecDeque::new(),
+            }),
+            work_available: Condvar::new(),
+            termination: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            run: AtomicU8::new(RUNNING),
+            factory,
+            id: NEXT_SCHEDULED_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            thread_name: OnceLock::new(),
+            worker_thread: OnceLock::new(),
+        }
+    }
+
+    /// A name for logs: the worker thread's name once it exists.
+    pub(crate) fn name(&self) -> String {
+        match self.thread_name.get() {
+            Some(name) => name.clone(),
+            None => format!("scheduled-executor#{}", self.id),
+        }
+    }
+
+    pub(crate) fn run_state(&self) -> u8 {
+        self.run.load(Ordering::Acquire)
+    }
+
+    // ---- admission -----------------------------------------------------------------------
+
+    /// The fast path: queues an immediate task, never touching the timers.
+    ///
+    /// # Errors
+    ///
+    /// The task and the reason: shut down, or the worker thread could not be started.
+    #[inline]
+    pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err((task, RejectReason::Shutdown));
+        }
+        if queue.worker == WorkerState::NotStarted {
+            queue.worker = WorkerState::Starting;
+            drop(queue);
+            return match Self::start_worker(this) {
+                Ok(queue) => {
+                    this.push_locked(queue, task);
+                    Ok(())
+                }
+                Err(reason) => Err((task, reason)),
+            };
+        }
+        this.push_locked(queue, task);
+        Ok(())
+    }
+
+    /// Pushes under the lock, then wakes the worker only if it is parked.
+    #[inline]
+    fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
+        queue.ring.push_back(task);
+        self.queued.store(queue.ring.len(), Ordering::Release);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            self.work_available.notify_one();
+        }
+    }
+
+    /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
+    ///
+    /// # Errors
+    ///
+    /// The reason: shut down, or the worker thread could not be started.
+    pub(crate) fn arm(
+        this: &Arc<Self>,
+        deadline: Instant,
+        entry: std::sync::Arc<dyn Timer>,
+    ) -> Result<(), RejectReason> {
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err(RejectReason::Shutdown);
+        }
+        if queue.worker == WorkerState::NotStarted {
+            queue.worker = WorkerState::Starting;
+            drop(queue);
+            queue = Self::start_worker(this)?;
+        }
+        let earliest = queue.timers.push(deadline, entry);
+        // Only a new earliest deadline changes how long a parked worker should sleep.
+        let wake = earliest && std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            this.work_available.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Starts the worker — outside the lock, since the factory is user code — and returns the
+    /// queue lock again, still `RUNNING`, for the caller to queue the work that asked for it.
+    #[cold]
+    fn start_worker(this: &Arc<Self>) -> Result<MutexGuard<'_, QueueState>, RejectReason> {
+        match Self::spawn_worker(this) {
+            Ok(()) => {
+                let mut queue = this.queue.lock();
+                queue.worker = WorkerState::Started;
+                if queue.run != RUNNING {
+                    // Shut down while the thread was starting: the worker sees it and exits.
+                    return Err(RejectReason::Shutdown);
+                }
+                Ok(queue)
+            }
+            Err(error) => {
+                tracing::error!(executor = %this.name(), %error, "cannot start the scheduled executor's worker thread");
+                let mut queue = this.queue.lock();
+                queue.worker = WorkerState::NotStarted;
+                this.terminate_if_workerless(&mut queue);
+                Err(RejectReason::ThreadStartFailed(error))
+            }
+        }
+    }
+
+    #[cfg(not(loom))]
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
+        let core = Arc::clone(this);
+        let handle = this
+            .factory
+            .new_thread(Box::new(move || Self::run_worker(&core)))?;
+        if let Some(name) = handle.thread().name() {
+            let _ = this.thread_name.set(name.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Under loom the models run the worker's steps themselves (see `new_started_for_loom`).
+    #[cfg(loom)]
+    fn spawn_worker(_this: &Arc<Self>) -> std::io::Result<()> {
+        Err(std::io::Error::other("no thread factory under loom"))
+    }
+
+    /// A core whose worker the loom model drives itself, through `run_ready`.
+    #[cfg(loom)]
+    pub(crate) fn new_started_for_loom() -> Self {
+        struct NoThreads;
+        impl ThreadFactory for NoThreads {
+            fn new_thread(
+                &self,
+                _body: Box<dyn FnOnce() + Send + 'static>,
+            ) -> std::io::Result<thread::JoinHandle<()>> {
+                Err(std::io::Error::other("no threads under loom"))
+            }
+        }
+        let core = Self::new(std::sync::Arc::new(NoThreads));
+        core.queue.lock().worker = WorkerState::Started;
+        core
+    }
+
+    // ---- cancel and re-arm ---------------------------------------------------------------
+
+    /// Cancels `entry` unless it already ran, runs (one-shot) or was cancelled; removes it from
+    /// the heap at once. Returns whether this call cancelled it.
+    pub(crate) fn cancel<T: Timer + ?Sized>(&self, entry: &T) -> bool {
+        let mut queue = self.queue.lock();
+        // Under the queue lock, so that a periodic re-arm (also under it) is either before
+        // this (the entry is back in the heap, and removed below) or fails.
+        if !entry.header().try_cancel(entry.is_periodic()) {
+            return false;
+        }
+        let removed = match entry.header().heap_index() {
+            NOT_IN_HEAP => None, // claimed by the worker, or handed back by `shutdown_now`
+            IN_DUE_LIST => {
+                // The worker may have claimed it since: look under the batch lock.
+                let mut batch = self.batch.lock();
+                let header: *const _ = entry.header();
+                let position = batch
+                    .due
+                    .iter()
+                    .position(|due| std::ptr::eq(due.header(), header));
+                position.and_then(|position| batch.due.remove(position))
+            }
+            index => Some(queue.timers.remove(index)),
+        };
+        if let Some(removed) = &removed {
+            removed.header().set_heap_index(NOT_IN_HEAP);
+        }
+        // A shut-down worker sleeping until this timer's deadline may now be free to exit.
+        let wake = queue.run != RUNNING
+            && queue.timers.is_empty()
+            && std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            self.work_available.notify_one();
+        }
+        entry.finish_cancel();
+        drop(removed);
+        true
+    }
+
+    /// Puts a periodic entry that just ran back in the heap, at its next deadline — unless it
+    /// was cancelled during the run or the executor was shut down meanwhile (it stops then).
+    fn rearm(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) {
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            let cancelled = entry.header().try_cancel(true);
+            drop(queue);
+            if cancelled {
+                entry.finish_cancel();
+            }
+            return;
+        }
+        if entry.header().try_rearm() {
+            let deadline = entry.next_deadline(Instant::now());
+            // The caller is the worker itself (the only place a periodic entry runs while the
+            // executor runs), so there is nobody to wake.
+            queue.timers.push(deadline, entry);
+        }
+    }
+
+    /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even
+    /// one that was already due.
+    fn fire(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) {
+        if entry.is_periodic() && this.run_state() != RUNNING {
+            cancel_detached(&*entry);
+        } else if entry.fire() {
+            Self::rearm(this, entry);
+        }
+    }
+
+    // ---- shutdown ------------------------------------------------------------------------
+
+    /// Graceful shutdown: no new tasks; queued immediate tasks and armed one-shot timers still
+    /// run (at their deadlines); periodic timers are cancelled. Idempotent.
+    pub(crate) fn shutdown(this: &Arc<Self>) {
+        let mut queue = this.queue.lock();
+        if queue.run == RUNNING {
+            queue.run = SHUTDOWN;
+            this.run.store(SHUTDOWN, Ordering::Release);
+        }
+        let mut periodic = queue.timers.extract(|entry| entry.is_periodic());
+        {
+            let mut batch = this.batch.lock();
+            let due = std::mem::take(&mut batch.due);
+            for entry in due {
+                if entry.is_periodic() {
+                    entry.header().set_heap_index(NOT_IN_HEAP);
+                    periodic.push(entry);
+                } else {
+                    batch.due.push_back(entry);
+                }
+            }
+        }
+        for entry in &periodic {
+            let cancelled = entry.header().try_cancel(true);
+            debug_assert!(cancelled, "an armed entry is SCHEDULED");
+        }
+        let restart = queue.worker == WorkerState::NotStarted
+            && !(queue.ring.is_empty() && queue.timers.is_empty());
+        this.terminate_if_workerless(&mut queue);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        if restart {
+            // Tasks stranded by an earlier failed thread start: try once more to run them.
+            queue.worker = WorkerState::Starting;
+        }
+        drop(queue);
+        if wake {
+            this.work_available.notify_one();
+        }
+        for entry in periodic {
+            entry.finish_cancel();
+        }
+        if restart {
+            let started = Self::spawn_worker(this);
+            let mut queue = this.queue.lock();
+            match started {
+                Ok(()) => queue.worker = WorkerState::Started,
+                Err(error) => {
+                    tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks");
+                    queue.worker = WorkerState::NotStarted;
+                }
+            }
+        }
+    }
+
+    /// Stops: no new tasks; every task not yet claimed comes back — the immediate tasks (the
+    /// worker's batch, then the ring), oldest first, then the one-shot timers (those already
+    /// due, then the armed ones), earliest first. Periodic timers are cancelled instead. The
+    /// running task (if any) finishes.
+    pub(crate) fn shutdown_now(this: &Arc<Self>) -> Vec<Task> {
+        let mut queue = this.queue.lock();
+        if queue.run < STOP {
+            queue.run = STOP;
+            this.run.store(STOP, Ordering::Release);
+        }
+        let mut taken = Vec::new();
+        let mut timers: Vec<_>;
+        {
+            let mut batch = this.batch.lock();
+            timers = batch.due.drain(..).collect();
+            timers.extend(queue.timers.drain_in_order());
+            taken.reserve_exact(batch.tasks.len() + queue.ring.len() + timers.len());
+            batch.tasks.drain_to(&mut taken, usize::MAX);
+        }
+        queue.ring.drain_to(&mut taken, usize::MAX);
+        let mut periodic = Vec::new();
+        for entry in timers {
+            entry.header().set_heap_index(NOT_IN_HEAP);
+            if entry.is_periodic() {
+                let cancelled = entry.header().try_cancel(true);
+                debug_assert!(cancelled, "an armed entry is SCHEDULED");
+                periodic.push(entry);
+            } else {
+                taken.push(RawTask::new(Fire {
+                    entry: Some(entry),
+                    core: Arc::clone(this),
+                }));
+            }
+        }
+        this.queued.store(0, Ordering::Release);
+        this.terminate_if_workerless(&mut queue);
+        let wake = std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            this.work_available.notify_one();
+        }
+        for entry in periodic {
+            entry.finish_cancel();
+        }
+        taken.into_iter().map(Task::from_raw).collect()
+    }
+
+    /// With no worker and nothing left to run, a shut-down executor is terminated at once.
+    fn terminate_if_workerless(&self, queue: &mut QueueState) {
+        if queue.worker == WorkerState::NotStarted
+            && queue.run != RUNNING
+            && queue.run != TERMINATED
+            && queue.ring.is_empty()
+            && queue.timers.is_empty()
+        {
+            self.mark_terminated(queue);
+        }
+    }
+
+    fn mark_terminated(&self, queue: &mut QueueState) {
+        queue.run = TERMINATED;
+        self.run.store(TERMINATED, Ordering::Release);
+        self.termination.notify_all();
+    }
+
+    /// Waits until the worker has exited (or was never needed), at most `timeout`.
+    pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
+        if self.worker_thread.get() == Some(&thread::current().id()) {
+            // The worker cannot outlive itself: waiting here could only time out.
+            return self.run_state() == TERMINATED;
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        let mut queue = self.queue.lock();
+        while queue.run != TERMINATED {
+            match deadline {
+                None => queue = self.termination.wait(queue),
+                Some(deadline) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return false;
+                    }
+                    queue = self.termination.wait_timeout(queue, remaining).0;
+                }
+            }
+        }
+        true
+    }
+
+    // ---- introspection -------------------------------------------------------------------
+
+    /// Immediate tasks not yet started plus armed timers (cancelled ones are removed at once).
+    pub(crate) fn pending_tasks(&self) -> usize {
+        let queue = self.queue.lock();
+        let batch = self.batch.lock();
+        queue.ring.len() + batch.tasks.len() + batch.due.len() + queue.timers.len()
+    }
+
+    /// Armed timers.
+    pub(crate) fn armed_timers(&self) -> usize {
+        self.queue.lock().timers.len()
+    }
+
+    /// Slots the timer heap holds now.
+    pub(crate) fn timer_capacity(&self) -> usize {
+        self.queue.lock().timers.capacity()
+    }
+
+    /// Task slots allocated now (the producers' ring plus the worker's batch).
+    pub(crate) fn queue_capacity(&self) -> usize {
+        let queue = self.queue.lock();
+        let batch = self.batch.lock();
+        queue.ring.capacity() + batch.tasks.capacity()
+    }
+
+    // ---- the worker ----------------------------------------------------------------------
+
+    /// The worker thread's body.
+    pub(crate) fn run_worker(this: &Arc<Self>) {
+        let _ = this.worker_thread.set(thread::current().id());
+        // Signals termination however the loop ends.
+        struct Terminator<'a>(&'a ScheduledCore);
+        impl Drop for Terminator<'_> {
+            fn drop(&mut self) {
+                let mut queue = self.0.queue.lock();
+                self.0.mark_terminated(&mut queue);
+            }
+        }
+        let _terminator = Terminator(this);
+        loop {
+            Self::run_batch(this);
+            if !Self::refill_batch(this) {
+                return;
+            }
+        }
+    }
+
+    /// Claims and runs the batch one item at a time — the tasks, then the due timers;
+    /// `shutdown_now` may take the rest, `cancel` may remove a timer.
+    fn run_batch(this: &Arc<Self>) {
+        loop {
+            let next = {
+                let mut batch = this.batch.lock();
+                match batch.tasks.pop_front() {
+                    Some(task) => Claimed::Task(task),
+                    None => match batch.due.pop_front() {
+                        Some(entry) => {
+                            entry.header().set_heap_index(NOT_IN_HEAP);
+                            Claimed::Timer(entry)
+                        }
+                        None => break,
+                    },
+                }
+            };
+            match next {
+                Claimed::Task(task) => this.run_task(task),
+                Claimed::Timer(entry) => {
+                    // User panics are caught inside `fire`; this catches one from a closure's
+                    // `Drop`, at the same boundary as a task's.
+                    let fired = panic::catch_unwind(AssertUnwindSafe(|| Self::fire(this, entry)));
+                    if let Err(payload) = fired {
+                        this.report_panic(payload);
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn run_task(&self, task: RawTask) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+            self.report_panic(payload);
+        }
+    }
+
+    /// Hands a caught panic to the thread factory's hook.
+    fn report_panic(&self, payload: Box<dyn std::any::Any + Send>) {
+        let factory = &*self.factory;
+        // The hook must not panic; if it does, its payload is dropped here.
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
+    }
+
+    /// Moves what is ready into the (empty) batch: the queued immediate tasks, then the timers
+    /// due now. Returns whether it moved anything. Caller holds the queue lock.
+    fn take_ready(this: &Arc<Self>, queue: &mut QueueState) -> bool {
+        let due_at = match queue.timers.peek_deadline() {
+            Some(deadline) => {
+                let now = Instant::now();
+                (deadline <= now).then_some(now)
+            }
+            None => None,
+        };
+        if queue.ring.is_empty() && due_at.is_none() {
+            return false;
+        }
+        let mut batch = this.batch.lock();
+        debug_assert!(batch.tasks.is_empty() && batch.due.is_empty());
+        // O(1): the producers get the batch's (empty) storage back.
+        batch.tasks.swap(&mut queue.ring);
+        this.queued.store(0, Ordering::Release);
+        if let Some(now) = due_at {
+            while let Some(entry) = queue.timers.pop_due(now) {
+                entry.header().set_heap_index(IN_DUE_LIST);
+                batch.due.push_back(entry);
+            }
+        }
+        true
+    }
+
+    /// Fills the (empty) batch, waiting for work or for the next deadline if there is none.
+    /// Returns `false` when the worker must exit.
+    fn refill_batch(this: &Arc<Self>) -> bool {
+        let mut spun = false;
+        let mut trimmed = false;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            let mut queue = this.queue.lock();
+            loop {
+                if queue.run >= STOP {
+                    return false;
+                }
+                if Self::take_ready(this, &mut queue) {
+                    return true;
+                }
+                if queue.run == SHUTDOWN && queue.timers.is_empty() {
+                    return false;
+                }
+                if !spun {
+                    break;
+                }
+                // Park. The flag is set under the same lock producers push under, after the
+                // queue was seen empty under it: no wake-up can be lost. A timer armed earlier
+                // than the one we sleep for wakes us the same way.
+                let now = Instant::now();
+                let idle_since = *idle_since.get_or_insert(now);
+                let trim_at = (!trimmed).then(|| idle_since + IDLE_TRIM_AFTER);
+                let wake_at = match (queue.timers.peek_deadline(), trim_at) {
+                    (Some(deadline), Some(trim)) => Some(deadline.min(trim)),
+                    (deadline, trim) => deadline.or(trim),
+                };
+                queue.worker_parked = true;
+                queue = match wake_at {
+                    Some(at) => {
+                        let wait = at.saturating_duration_since(now);
+                        this.work_available.wait_timeout(queue, wait).0
+                    }
+                    None => this.work_available.wait(queue),
+                };
+                queue.worker_parked = false;
+                if !trimmed
+                    && queue.ring.is_empty()
+                    && queue.run == RUNNING
+                    && idle_since.elapsed() >= IDLE_TRIM_AFTER
+                {
+                    this.trim_idle(&mut queue);
+                    trimmed = true;
+                }
+            }
+            drop(queue);
+            this.spin_for_work();
+            spun = true;
+        }
+    }
+
+    /// Gives the memory of a burst back: the ring by Pulsar's rule, the batch and an empty
+    /// timer heap entirely.
+    fn trim_idle(&self, queue: &mut QueueState) {
+        let freed = {
+            let mut batch = self.batch.lock();
+            let due = if batch.due.is_empty() {
+                std::mem::take(&mut batch.due).capacity()
+            } else {
+                0
+            };
+            queue.ring.trim() + batch.tasks.release() + due + queue.timers.release_if_empty()
+        };
+        if freed > 0 {
+            tracing::debug!(executor = %self.name(), freed_slots = freed, "idle scheduled executor trimmed its queues");
+        }
+    }
+
+    /// A short bounded spin, then a few yields, watching for immediate work; an idle executor
+    /// then parks (until the next deadline, if a timer is armed) and costs no CPU.
+    fn spin_for_work(&self) {
+        if !SPIN_ENABLED {
+            return;
+        }
+        let has_work = || {
+            self.queued.load(Ordering::Relaxed) != 0 || self.run.load(Ordering::Relaxed) != RUNNING
+        };
+        let start = Instant::now();
+        let mut spins: u32 = 0;
+        loop {
+            if has_work() {
+                return;
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 64 == 0 && start.elapsed() >= SPIN_FOR {
+                break;
+            }
+        }
+        for _ in 0..YIELDS_BEFORE_PARK {
+            if has_work() {
+                return;
+            }
+            thread::yield_now();
+        }
+    }
+
+    /// One worker step without waiting (loom models): moves what is ready and runs it.
+    /// Returns whether anything was ready.
+    #[cfg(loom)]
+    pub(crate) fn run_ready(this: &Arc<Self>) -> bool {
+        let ready = {
+            let mut queue = this.queue.lock();
+            queue.run < STOP && Self::take_ready(this, &mut queue)
+        };
+        Self::run_batch(this);
+        ready
+    }
+}
+
+impl Drop for ScheduledCore {
+    fn drop(&mut self) {
+        // Unreachable in a correct run (the worker exits only once the heap is empty, and
+        // `shutdown_now` empties it), but a handle must never wait forever: cancel leftovers.
+        let mut leftovers: Vec<_> = self.batch.lock().due.drain(..).collect();
+        leftovers.extend(self.queue.lock().timers.drain_in_order());
+        for entry in leftovers {
+            cancel_detached(&*entry);
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! `ScheduledExecutor`: the handle users hold; clones share one scheduled executor.
+
+use crate::executors::executor_core::{RUNNING, TERMINATED};
+use crate::executors::raw_task::RawTask;
+use crate::executors::rejected::RejectedExecution;
+use crate::executors::scheduled::scheduled_core::ScheduledCore;
+use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
+use crate::executors::scheduled::timer_entry::{
+    add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
+};
+use crate::executors::task::Task;
+use crate::executors::thread_factory::ThreadFactory;
+use crate::sync::Arc as CoreArc;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A single-thread executor for immediate, delayed and periodic tasks — the counterpart of
+/// Java's one-thread `ScheduledThreadPoolExecutor`, without its cost on plain hand-offs.
+///
+/// - **Fast path**: [`execute`](Self::execute) queues an immediate task in a FIFO ring, exactly
+///   like [`SingleThreadExecutor`](crate::executors::SingleThreadExecutor) (small closures
+///   inline, no allocation once the ring has grown); it never touches the timer structure.
+///   Java's scheduled executor sends every task through its delay heap, which is why Pulsar
+///   moved plain hand-offs off it (apache/pulsar#16236).
+/// - **Timers**: [`schedule`](Self::schedule),
+///   [`schedule_at_fixed_rate`](Self::schedule_at_fixed_rate) and
+///   [`schedule_with_fixed_delay`](Self::schedule_with_fixed_delay) arm a timer in an indexed
+///   binary heap: O(log n) to arm, O(log n) to cancel, one allocation per timer (the entry holds
+///   the closure, the state and the outcome).
+/// - **Deadlines**: nothing runs before its deadline. A task runs at or after it, on the one
+///   worker thread, in deadline order (equal deadlines in scheduling order); how late depends
+///   on what else the worker runs.
+/// - **Cancel frees at once**: [`ScheduledHandle::cancel`] removes the timer from the heap and
+///   drops the closure during the call, so cancelled timers never pile up until their
+///   deadlines; [`pending_tasks`](Self::pending_tasks) counts live entries only.
+/// - **Panics** never stop the executor. A panicking `execute`d task is reported to the thread
+///   factory's [`on_task_panic`](crate::executors::ThreadFactory::on_task_panic); a scheduled
+///   one to its handle. A panicking periodic task stops repeating; its panic is logged and
+///   reported to its handle.
+/// - **Shutdown** (Java's defaults): after [`shutdown`](Self::shutdown) queued immediate tasks
+///   and armed one-shot timers still run (the latter at their deadlines), periodic timers are
+///   cancelled, and the worker exits when nothing is left. [`shutdown_now`](Self::shutdown_now)
+///   returns every task not yet started — immediate and one-shot delayed — and cancels the
+///   periodic ones. As with the plain executor, each task offered concurrently with either is
+///   exactly one of: run, returned, rejected (or cancelled, for periodic tasks).
+/// - **Lifecycle**: the worker starts with the first accepted task; dropping the last clone
+///   shuts the executor down gracefully (so armed one-shot timers keep the thread until they
+///   have run: cancel them, or call `shutdown_now`, to let it go at once). `Drop` never blocks.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor};
+/// use std::sync::mpsc;
+/// use std::time::{Duration, Instant};
+///
+/// let executor = ScheduledExecutor::new(NamedThreadFactory::new("pulsar-client-scheduled"));
+/// let (tx, rx) = mpsc::channel();
+///
+/// // An immediate task takes the FIFO fast path.
+/// let now_tx = tx.clone();
+/// executor.execute(move || now_tx.send("now").unwrap()).unwrap();
+///
+/// // A periodic task, cancelled after its third run.
+/// let ticks = executor
+///     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), move || {
+///         tx.send("tick").unwrap();
+///     })
+///     .unwrap();
+/// assert_eq!(rx.recv().unwrap(), "now");
+/// for _ in 0..3 {
+///     assert_eq!(rx.recv().unwrap(), "tick");
+/// }
+/// assert!(ticks.cancel());
+///
+/// // Nothing runs before its deadline.
+/// let start = Instant::now();
+/// let ran_at = executor.schedule(Duration::from_millis(5), Instant::now).unwrap();
+/// assert!(ran_at.join().unwrap() >= start + Duration::from_millis(5));
+///
+/// executor.shutdown();
+/// assert!(executor.await_termination(Duration::from_secs(10)));
+/// ```
+#[derive(Clone)]
+pub struct ScheduledExecutor {
+    handle: Arc<ExecutorHandle>,
+}
+
+/// The part every clone shares; its `Drop` is "the last clone went away".
+struct ExecutorHandle {
+    core: CoreArc<ScheduledCore>,
+}
+
+impl Drop for ExecutorHandle {
+    fn drop(&mut self) {
+        ScheduledCore::shutdown(&self.core);
+    }
+}
+
+impl ScheduledExecutor {
+    /// A scheduled executor whose worker thread comes from `thread_factory`. No thread starts
+    /// until the first task or timer is accepted.
+    pub fn new(thread_factory: impl ThreadFactory) -> Self {
+        Self {
+            handle: Arc::new(ExecutorHandle {
+                core: CoreArc::new(ScheduledCore::new(Arc::new(thread_factory))),
+            }),
+        }
+    }
+
+    fn core(&self) -> &CoreArc<ScheduledCore> {
+        &self.handle.core
+    }
+
+    /// Queues `f` to run on the worker thread as soon as it can: the FIFO fast path, never
+    /// through the timer heap. Never blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`RejectedExecution`] handing `f` back if the executor has been shut down, or if its
+    /// worker thread could not be started.
+    #[inline]
+    pub fn execute<F>(&self, f: F) -> Result<(), RejectedExecution<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        match ScheduledCore::enqueue(self.core(), RawTask::new(f)) {
+            Ok(()) => Ok(()),
+            Err((raw, reason)) => match raw.downcast::<F>() {
+                Ok(f) => Err(RejectedExecution::new(f, reason)),
+                Err(_) => unreachable!("a rejected task comes back with its own type"),
+            },
+        }
+    }
+
+    /// Runs `f` once, `delay` from now (not before). The handle cancels it or joins its value.
+    ///
+    /// # Errors
+    ///
+    /// [`RejectedExecution`] handing `f` back if the executor has been shut down, or if its
+    /// worker thread could not be started.
+    pub fn schedule<F, R>(
+        &self,
+        delay: Duration,
+        f: F,
+    ) -> Result<ScheduledHandle<R>, RejectedExecution<F>>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let deadline = add_saturating(Instant::now(), delay);
+        self.arm(Once(f), deadline, None)
+            .map_err(|rejected| unwrap_rejected(rejected, |Once(f)| f))
+    }
+
+    /// Runs `f` first `initial_delay` from now, then every `period`: each run is due `period`
+    /// after the previous one was due. A run that falls behind is followed at once by the next
+    /// (runs never overlap: there is one thread). Runs until cancelled, shut down, or a run
+    /// panics.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero.
+    ///
+    /// # Errors
+    ///
+    /// As for [`schedule`](Self::schedule).
+    pub fn schedule_at_fixed_rate<F>(
+        &self,
+        initial_delay: Duration,
+        period: Duration,
+        f: F,
+    ) -> Result<ScheduledHandle<()>, RejectedExecution<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        assert!(!period.is_zero(), "a fixed-rate period must not be zero");
+        let deadline = add_saturating(Instant::now(), initial_delay);
+        self.arm(Repeating(f), deadline, Some(Period::FixedRate(period)))
+            .map_err(|rejected| unwrap_rejected(rejected, |Repeating(f)| f))
+    }
+
+    /// Runs `f` first `initial_delay` from now, then again `delay` after each run ends. Runs
+    /// until cancelled, shut down, or a run panics.
+    ///
+    /// # Panics
+    ///
+    /// If `delay` is zero.
+    ///
+    /// # Errors
+    ///
+    /// As for [`schedule`](Self::schedule).
+    pub fn schedule_with_fixed_delay<F>(
+        &self,
+        initial_delay: Duration,
+        delay: Duration,
+        f: F,
+    ) -> Result<ScheduledHandle<()>, RejectedExecution<F>>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        assert!(!delay.is_zero(), "a fixed delay must not be zero");
+        let deadline = add_saturating(Instant::now(), initial_delay);
+        self.arm(Repeating(f), deadline, Some(Period::FixedDelay(delay)))
+            .map_err(|rejected| unwrap_rejected(rejected, |Repeating(f)| f))
+    }
+
+    fn arm<J: TimerJob>(
+        &self,
+        job: J,
+        deadline: Instant,
+        period: Option<Period>,
+    ) -> Result<ScheduledHandle<J::Output>, RejectedExecution<J>> {
+        let entry = Arc::new(TimerEntry::new(job, deadline, period));
+        let timer: Arc<dyn Timer> = entry.clone();
+        match ScheduledCore::arm(self.core(), deadline, timer) {
+            Ok(()) => {
+                let entry: Arc<dyn EntryOutcome<J::Output>> = entry;
+                Ok(ScheduledHandle::new(entry, CoreArc::clone(self.core())))
+            }
+            Err(reason) => {
+                let job = entry
+                    .take_job()
+                    .expect("a rejected entry still holds its closure");
+                Err(RejectedExecution::new(job, reason))
+            }
+        }
+    }
+
+    /// Starts a graceful shutdown: new tasks are rejected; queued immediate tasks still run;
+    /// armed one-shot timers still run at their deadlines; periodic timers are cancelled (their
+    /// handles report [`TaskError::Cancelled`](crate::executors::TaskError::Cancelled)). The
+    /// worker exits when nothing is left. Idempotent; does not wait (see
+    /// [`await_termination`](Self::await_termination)).
+    pub fn shutdown(&self) {
+        ScheduledCore::shutdown(self.core());
+    }
+
+    /// Stops at once: new tasks are rejected, and every task not yet started comes back —
+    /// immediate tasks oldest first, then one-shot timers earliest first, whatever their
+    /// deadlines. Periodic timers are cancelled instead. The task running now (if any)
+    /// finishes. Running a returned timer task runs it (and completes its handle); dropping it
+    /// cancels it.
+    pub fn shutdown_now(&self) -> Vec<Task> {
+        ScheduledCore::shutdown_now(self.core())
+    }
+
+    /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
+    pub fn is_shutdown(&self) -> bool {
+        self.core().run_state() != RUNNING
+    }
+
+    /// Whether the executor is shut down and its worker has exited (or never started).
+    pub fn is_terminated(&self) -> bool {
+        self.core().run_state() == TERMINATED
+    }
+
+    /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
+    /// own worker thread it returns at once.
+    pub fn await_termination(&self, timeout: Duration) -> bool {
+        self.core().await_termination(timeout)
+    }
+
+    /// Live entries: immediate tasks not yet started plus armed timers. A cancelled timer is
+    /// removed at once and not counted.
+    pub fn pending_tasks(&self) -> usize {
+        self.core().pending_tasks()
+    }
+
+    /// Armed timers (delayed or periodic, waiting for their deadline).
+    pub fn armed_timers(&self) -> usize {
+        self.core().armed_timers()
+    }
+
+    /// Slots the timer heap holds now: it shrinks by Pulsar's trim rule as timers leave, so a
+    /// burst of scheduled-then-cancelled timers gives its memory back.
+    pub fn timer_capacity(&self) -> usize {
+        self.core().timer_capacity()
+    }
+
+    /// Immediate-task slots allocated now (each slot is four machine words).
+    pub fn queue_capacity(&self) -> usize {
+        self.core().queue_capacity()
+    }
+
+    /// The worker thread's name once started, else `scheduled-executor#<id>`.
+    pub fn name(&self) -> String {
+        self.core().name()
+    }
+}
+
+/// Unwraps the executor's job wrapper from a rejected task, handing the caller's closure back.
+fn unwrap_rejected<J, F>(
+    rejected: RejectedExecution<J>,
+    unwrap: impl FnOnce(J) -> F,
+) -> RejectedExecution<F> {
+    let (job, reason) = rejected.into_parts();
+    RejectedExecution::new(unwrap(job), reason)
+}
+
+impl fmt::Debug for ScheduledExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.core().run_state() {
+            RUNNING => "running",
+            TERMINATED => "terminated",
+            _ => "shutting down",
+        };
+        f.debug_struct("ScheduledExecutor")
+            .field("name", &self.name())
+            .field("state", &state)
+            .field("pending_tasks", &self.pending_tasks())
+            .finish()
+    }
+}

@@ -1,0 +1,357 @@
+//! `TimerEntry`: one delayed or periodic task — its state machine, its closure and its outcome.
+
+use crate::executors::task_error::TaskError;
+use crate::executors::thread_factory::panic_message;
+use crate::sync::{AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use std::panic::{self, AssertUnwindSafe};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Entry states (the `state` field of [`EntryHeader`]). A state never goes back except
+/// `RUNNING -> SCHEDULED`, when a periodic entry is re-armed.
+///
+/// | state       | meaning                                           | next states (who)                                  |
+/// |-------------|---------------------------------------------------|----------------------------------------------------|
+/// | `SCHEDULED` | waiting: in the heap, or due and queued to run    | `RUNNING` (the worker's claim), `CANCELLED`        |
+/// | `RUNNING`   | the closure runs now                              | `DONE`, `SCHEDULED` (periodic re-arm), `CANCELLED` (periodic only) |
+/// | `DONE`      | ran (or a periodic run panicked); outcome stored  | final                                              |
+/// | `CANCELLED` | cancelled; the closure is dropped, not run        | final                                              |
+pub(crate) const SCHEDULED: u8 = 0;
+pub(crate) const RUNNING: u8 = 1;
+pub(crate) const DONE: u8 = 2;
+pub(crate) const CANCELLED: u8 = 3;
+
+/// The `heap_index` of an entry that is neither in the timer heap nor in the worker's due
+/// list: claimed by the worker, handed back by `shutdown_now`, or finished.
+pub(crate) const NOT_IN_HEAP: usize = usize::MAX;
+
+/// The `heap_index` of an entry that fell due and waits in the worker's due list.
+pub(crate) const IN_DUE_LIST: usize = usize::MAX - 1;
+
+/// The part of an entry the heap, the worker and `cancel` share, whatever the closure's type.
+pub(crate) struct EntryHeader {
+    /// One of [`SCHEDULED`], [`RUNNING`], [`DONE`], [`CANCELLED`]. Every transition is a
+    /// compare-and-swap (`AcqRel`), so exactly one of "the worker claims it" (`SCHEDULED ->
+    /// RUNNING`) and "cancel wins" (`SCHEDULED -> CANCELLED`) happens.
+    state: AtomicU8,
+    /// Where the entry is: its position in the timer heap, [`IN_DUE_LIST`] or [`NOT_IN_HEAP`].
+    /// Heap positions change only under the executor's queue lock, and the heap updates them on
+    /// every move, so `cancel` (which holds that lock) finds the entry in O(1) and removes it in
+    /// O(log n). `IN_DUE_LIST` is set under the queue and batch locks and cleared by the
+    /// worker's claim under the batch lock; `cancel` re-checks under the batch lock. Every
+    /// access is ordered by one of those locks, hence `Relaxed`.
+    heap_index: AtomicUsize,
+}
+
+impl EntryHeader {
+    fn new() -> Self {
+        Self {
+            state: AtomicU8::new(SCHEDULED),
+            heap_index: AtomicUsize::new(NOT_IN_HEAP),
+        }
+    }
+
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Caller holds the queue lock (or the batch lock, to tell `IN_DUE_LIST` from a claim).
+    pub(crate) fn heap_index(&self) -> usize {
+        self.heap_index.load(Ordering::Relaxed)
+    }
+
+    /// Caller holds the queue lock (heap moves) or the batch lock (the due list).
+    pub(crate) fn set_heap_index(&self, index: usize) {
+        self.heap_index.store(index, Ordering::Relaxed);
+    }
+
+    fn transition(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// `SCHEDULED -> RUNNING`: the worker's claim.
+    fn try_start(&self) -> bool {
+        self.transition(SCHEDULED, RUNNING)
+    }
+
+    /// `SCHEDULED -> CANCELLED`, or `RUNNING -> CANCELLED` for a periodic entry (its current
+    /// run finishes; it is not run again). Returns whether this call cancelled the entry; the
+    /// caller must then call [`Timer::finish_cancel`].
+    pub(crate) fn try_cancel(&self, periodic: bool) -> bool {
+        if self.transition(SCHEDULED, CANCELLED) {
+            return true;
+        }
+        periodic && self.transition(RUNNING, CANCELLED)
+    }
+
+    /// `RUNNING -> SCHEDULED`: re-arms a periodic entry that just ran. Fails if it was cancelled
+    /// meanwhile. Caller holds the queue lock (so that a cancel, which also takes it, finds the
+    /// entry either still running or back in the heap).
+    pub(crate) fn try_rearm(&self) -> bool {
+        self.transition(RUNNING, SCHEDULED)
+    }
+}
+
+/// How a periodic entry repeats.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Period {
+    /// Each run is due `period` after the previous run was due (runs that fell behind follow
+    /// each other at once, catching up, as in Java's `scheduleAtFixedRate`).
+    FixedRate(Duration),
+    /// Each run is due `delay` after the previous run ended.
+    FixedDelay(Duration),
+}
+
+/// A closure an entry runs: once (`schedule`) or repeatedly (the periodic kinds).
+pub(crate) trait TimerJob: Send + 'static {
+    /// What one run produces.
+    type Output: Send + 'static;
+
+    /// Runs the job once, catching a panic. A job that may run again comes back (even after a
+    /// panic, so that the entry decides where it is dropped).
+    fn run_once(self) -> (thread::Result<Self::Output>, Option<Self>)
+    where
+        Self: Sized;
+}
+
+/// A closure run once (`schedule`).
+pub(crate) struct Once<F>(pub(crate) F);
+
+impl<F, R> TimerJob for Once<F>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    type Output = R;
+
+    fn run_once(self) -> (thread::Result<R>, Option<Self>) {
+        (panic::catch_unwind(AssertUnwindSafe(self.0)), None)
+    }
+}
+
+/// A closure run repeatedly (`schedule_at_fixed_rate`, `schedule_with_fixed_delay`).
+pub(crate) struct Repeating<F>(pub(crate) F);
+
+impl<F> TimerJob for Repeating<F>
+where
+    F: FnMut() + Send + 'static,
+{
+    type Output = ();
+
+    fn run_once(mut self) -> (thread::Result<()>, Option<Self>) {
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| (self.0)()));
+        (outcome, Some(self))
+    }
+}
+
+/// What the entry's lock protects.
+struct Body<J: TimerJob> {
+    /// The closure while the entry waits; `None` while it runs and once it is done or
+    /// cancelled.
+    job: Option<J>,
+    /// Set exactly once: the result, the panic, or `Cancelled`. `join` takes it.
+    outcome: Option<Result<J::Output, TaskError>>,
+    /// The deadline the entry was last armed for (fixed-rate periods count from it).
+    deadline: Instant,
+}
+
+/// One delayed or periodic task. Shared (`Arc`) by the timer heap (or the worker's batch) and
+/// the task's [`ScheduledHandle`](crate::executors::ScheduledHandle): one allocation holds the
+/// closure, the state and the outcome.
+///
+/// The entry's lock is a leaf: nothing else is locked while it is held, and no user code runs
+/// under it (closures run, and are dropped, after it is released).
+pub(crate) struct TimerEntry<J: TimerJob> {
+    header: EntryHeader,
+    period: Option<Period>,
+    body: Mutex<Body<J>>,
+    /// `join` waits here for the outcome.
+    done: Condvar,
+}
+
+impl<J: TimerJob> TimerEntry<J> {
+    pub(crate) fn new(job: J, deadline: Instant, period: Option<Period>) -> Self {
+        Self {
+            header: EntryHeader::new(),
+            period,
+            body: Mutex::new(Body {
+                job: Some(job),
+                outcome: None,
+                deadline,
+            }),
+            done: Condvar::new(),
+        }
+    }
+
+    /// Takes the closure back out of an entry that was never armed (its schedule was rejected).
+    pub(crate) fn take_job(&self) -> Option<J> {
+        self.body.lock().job.take()
+    }
+
+    /// Stores the outcome unless one is there already, and wakes `join`.
+    fn complete(&self, outcome: Result<J::Output, TaskError>) {
+        {
+            let mut body = self.body.lock();
+            if body.outcome.is_none() {
+                body.outcome = Some(outcome);
+            }
+        }
+        self.done.notify_all();
+    }
+
+    /// Waits for the outcome until `deadline` (`None`: no limit) and takes it.
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<J::Output, TaskError>> {
+        let mut body = self.body.lock();
+        loop {
+            if let Some(outcome) = body.outcome.take() {
+                return Some(outcome);
+            }
+            match deadline {
+                None => body = self.done.wait(body),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    body = self.done.wait_timeout(body, left).0;
+                }
+            }
+        }
+    }
+}
+
+/// The face of an entry that the heap, the worker and `shutdown` see, whatever its closure.
+pub(crate) trait Timer: Send + Sync + 'static {
+    /// The state and heap position.
+    fn header(&self) -> &EntryHeader;
+
+    /// Whether the entry repeats.
+    fn is_periodic(&self) -> bool;
+
+    /// Runs the entry once if it is still `SCHEDULED` (else does nothing: it was cancelled).
+    ///
+    /// Returns `true` when a periodic entry ran without panicking and should run again: its
+    /// state is still `RUNNING` and the caller must re-arm it (`try_rearm` + heap push) or
+    /// cancel it. A panicking periodic run completes the entry with the panic and returns
+    /// `false`: it stops repeating.
+    fn fire(&self) -> bool;
+
+    /// After a successful [`EntryHeader::try_cancel`]: drops the closure (unless it is running,
+    /// in which case the worker drops it after the run) and completes the handle with
+    /// [`TaskError::Cancelled`]. Call without holding the queue lock: dropping the closure runs
+    /// user code.
+    fn finish_cancel(&self);
+
+    /// For a periodic entry that just ran: its next deadline (fixed rate: the previous deadline
+    /// plus the period; fixed delay: `now` plus the delay), which it also records.
+    fn next_deadline(&self, now: Instant) -> Instant;
+}
+
+impl<J: TimerJob> Timer for TimerEntry<J> {
+    fn header(&self) -> &EntryHeader {
+        &self.header
+    }
+
+    fn is_periodic(&self) -> bool {
+        self.period.is_some()
+    }
+
+    fn fire(&self) -> bool {
+        if !self.header.try_start() {
+            return false;
+        }
+        let job = self.body.lock().job.take();
+        let Some(job) = job else {
+            // Unreachable: a SCHEDULED entry holds its closure, and only the claim takes it.
+            debug_assert!(false, "a claimed entry had no closure");
+            return false;
+        };
+        let (outcome, again) = job.run_once();
+        match outcome {
+            Ok(value) if self.period.is_none() => {
+                let _ = self.header.transition(RUNNING, DONE);
+                self.complete(Ok(value));
+                false
+            }
+            Ok(_) => {
+                // Put the closure back unless a cancel came in during the run; a cancel after
+                // this point finds it in the body and drops it.
+                let stale = {
+                    let mut body = self.body.lock();
+                    if self.header.state() == CANCELLED {
+                        again
+                    } else {
+                        body.job = again;
+                        None
+                    }
+                };
+                let rearm = stale.is_none();
+                drop(stale);
+                rearm
+            }
+            Err(payload) => {
+                if self.period.is_some() {
+                    tracing::error!(
+                        thread = thread::current().name().unwrap_or("<unnamed>"),
+                        panic = panic_message(payload.as_ref()),
+                        "a periodic task panicked; it will not run again"
+                    );
+                }
+                drop(again);
+                if self.header.transition(RUNNING, DONE) {
+                    self.complete(Err(TaskError::Panicked(payload)));
+                }
+                false
+            }
+        }
+    }
+
+    fn finish_cancel(&self) {
+        let job = {
+            let mut body = self.body.lock();
+            if body.outcome.is_none() {
+                body.outcome = Some(Err(TaskError::Cancelled));
+            }
+            body.job.take()
+        };
+        self.done.notify_all();
+        drop(job);
+    }
+
+    fn next_deadline(&self, now: Instant) -> Instant {
+        let mut body = self.body.lock();
+        let next = match self.period {
+            Some(Period::FixedRate(period)) => add_saturating(body.deadline, period),
+            Some(Period::FixedDelay(delay)) => add_saturating(now, delay),
+            None => now,
+        };
+        body.deadline = next;
+        next
+    }
+}
+
+/// `start + delay`, or a deadline so far away that it never comes when that overflows.
+pub(crate) fn add_saturating(start: Instant, delay: Duration) -> Instant {
+    start
+        .checked_add(delay)
+        .or_else(|| start.checked_add(FAR_FUTURE))
+        .unwrap_or(start)
+}
+
+/// About a century: the deadline of a delay too large to represent.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// The face of an entry that its handle sees: the timer plus a typed outcome.
+pub(crate) trait EntryOutcome<R>: Timer {
+    /// Waits for the outcome until `deadline` (`None`: no limit) and takes it; `None` on
+    /// timeout.
+    fn wait_outcome(&self, deadline: Option<Instant>) -> Option<Result<R, TaskError>>;
+}
+
+impl<J: TimerJob> EntryOutcome<J::Output> for TimerEntry<J> {
+    fn wait_outcome(&self, deadline: Option<Instant>) -> Option<Result<J::Output, TaskError>> {
+        self.wait(deadline)
+    }
+}
