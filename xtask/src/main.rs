@@ -2,6 +2,10 @@
 //! benchmark report). One file per subcommand.
 
 mod bench;
+mod bench_machine;
+mod report;
+mod report_chart;
+mod report_markdown;
 mod test;
 
 use anyhow::{bail, Result};

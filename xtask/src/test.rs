@@ -97,7 +97,10 @@ fn valgrind_memcheck() -> Result<()> {
             .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", runner)
             .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER", runner)
             .env("CARGO_TARGET_DIR", workspace_root().join("target/valgrind"));
-        step(&format!("valgrind memcheck {}", run.join(" ")), &mut memcheck)?;
+        step(
+            &format!("valgrind memcheck {}", run.join(" ")),
+            &mut memcheck,
+        )?;
     }
     Ok(())
 }

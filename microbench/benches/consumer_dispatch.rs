@@ -1,0 +1,1054 @@
+//! `consumer_dispatch`: a consumer's read rate with a message listener — Pulsar #16236's
+//! `pulsar-perf consume` on 1-byte random-key messages — with every hand-off through (a) a
+//! delay-heap scheduled executor (Pulsar before #16236), (b) `std_mpsc` single-thread
+//! executors, (c) ours; Shared and Key_Shared. The same binary also writes the
+//! `scheduled_executor` report: `ScheduledExecutor::execute`'s hand-off against the plain
+//! executor's, and 1,000,000 timers scheduled then cancelled.
+//!
+//! All three consumer variants run the same `pulsar_client::Consumer` code (receive queue,
+//! listener trigger on the internal executor, one listener job per message); only the
+//! executors behind `ConsumerExecutor` differ.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use microbench::alloc::CountingAllocator;
+use microbench::crew::{Crew, Job};
+use microbench::executors::{BoxedTask, Executor, PulsarExecutor, StdMpscExecutor, Submit};
+use microbench::handoff::{self, HandoffRig};
+use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::{Probe, Progress, Settings};
+use pulsar_client::{
+    Consumer, ConsumerExecutor, ConsumerExecutors, ConsumerJob, ConsumerOptions, JobRejected,
+    Message, SubscriptionType,
+};
+use pulsar_common::executors::{
+    NamedThreadFactory, PulsarExecutors, ScheduledExecutor, SingleThreadExecutor,
+};
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
+
+const BENCH: &str = "consumer_dispatch";
+const TIMERS_BENCH: &str = "scheduled_executor";
+
+/// Variant names of `consumer_dispatch`, in report order.
+const DELAY_HEAP: &str = "delay_heap";
+const STD_MPSC: &str = "std_mpsc";
+const PULSAR: &str = "pulsar";
+const VARIANTS: [&str; 3] = [DELAY_HEAP, STD_MPSC, PULSAR];
+
+/// Distinct random keys the feeder draws from (pulsar-perf's `-mk random`).
+const KEYS: usize = 10_000;
+/// Listener executors of the Key_Shared configuration.
+const KEY_SHARED_LISTENERS: usize = 2;
+
+const MSG_PER_S: &str = "msg/s";
+const NS_PER_MSG: &str = "ns/msg";
+const CPU_NS_PER_MSG: &str = "CPU ns/msg";
+const ALLOCS_PER_MSG: &str = "allocs/msg";
+const BYTES_PER_MSG: &str = "B/msg";
+
+// ---- (a) the delay-heap executor ----------------------------------------------------------
+
+/// Java's one-thread `ScheduledThreadPoolExecutor`, as Pulsar's client used it for every
+/// hand-off before #16236: `execute(r)` is `schedule(r, 0)`, so each task is boxed (Java
+/// allocates a `ScheduledFutureTask`), stamped with `now`, pushed into a binary heap under the
+/// queue lock (O(log n)), and the worker takes tasks one at a time under that lock when their
+/// deadline has come (`DelayedWorkQueue.take`). Like Java's `Condition.signal`, a producer
+/// signals only when its task became the head and the worker waits; the worker never spins.
+struct DelayHeap {
+    state: Mutex<DelayHeapState>,
+    available: Condvar,
+}
+
+struct DelayHeapState {
+    heap: BinaryHeap<Delayed>,
+    seq: u64,
+    worker_waiting: bool,
+    shutdown: bool,
+}
+
+/// A task with its trigger time; the heap is a min-heap on `(deadline, seq)`.
+struct Delayed {
+    deadline: Instant,
+    seq: u64,
+    task: BoxedTask,
+}
+
+impl PartialEq for Delayed {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+impl Eq for Delayed {}
+impl PartialOrd for Delayed {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Delayed {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        // Reversed: `BinaryHeap` is a max-heap.
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+impl DelayHeap {
+    fn execute(&self, task: BoxedTask) -> bool {
+        self.schedule(Duration::ZERO, task)
+    }
+
+    fn schedule(&self, delay: Duration, task: BoxedTask) -> bool {
+        let deadline = Instant::now() + delay;
+        let mut state = self.state.lock().unwrap();
+        if state.shutdown {
+            return false;
+        }
+        let seq = state.seq;
+        state.seq += 1;
+        state.heap.push(Delayed {
+            deadline,
+            seq,
+            task,
+        });
+        let became_head = state.heap.peek().is_some_and(|head| head.seq == seq);
+        let wake = became_head && state.worker_waiting;
+        drop(state);
+        if wake {
+            self.available.notify_one();
+        }
+        true
+    }
+
+    fn run_worker(&self) {
+        let mut state = self.state.lock().unwrap();
+        loop {
+            let Some(head) = state.heap.peek() else {
+                if state.shutdown {
+                    return;
+                }
+                state.worker_waiting = true;
+                state = self.available.wait(state).unwrap();
+                state.worker_waiting = false;
+                continue;
+            };
+            let now = Instant::now();
+            if head.deadline <= now {
+                let task = state.heap.pop().expect("peeked").task;
+                drop(state);
+                task();
+                state = self.state.lock().unwrap();
+            } else {
+                let wait = head.deadline - now;
+                state.worker_waiting = true;
+                state = self.available.wait_timeout(state, wait).unwrap().0;
+                state.worker_waiting = false;
+            }
+        }
+    }
+}
+
+/// A started [`DelayHeap`] executor.
+struct DelayHeapExecutor {
+    shared: Arc<DelayHeap>,
+    worker: JoinHandle<()>,
+}
+
+/// Submits to a [`DelayHeapExecutor`].
+#[derive(Clone)]
+struct DelayHeapHandle(Arc<DelayHeap>);
+
+impl Executor for DelayHeapExecutor {
+    const NAME: &'static str = "delay_heap_execute";
+    type Handle = DelayHeapHandle;
+
+    fn start() -> Self {
+        let shared = Arc::new(DelayHeap {
+            state: Mutex::new(DelayHeapState {
+                heap: BinaryHeap::with_capacity(64),
+                seq: 0,
+                worker_waiting: false,
+                shutdown: false,
+            }),
+            available: Condvar::new(),
+        });
+        let worker = {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("delay-heap-executor".into())
+                .spawn(move || shared.run_worker())
+                .expect("start the delay-heap worker")
+        };
+        Self { shared, worker }
+    }
+
+    fn handle(&self) -> DelayHeapHandle {
+        DelayHeapHandle(Arc::clone(&self.shared))
+    }
+
+    fn shutdown(self) {
+        self.shared.state.lock().unwrap().shutdown = true;
+        self.shared.available.notify_one();
+        self.worker.join().expect("the delay-heap worker panicked");
+    }
+}
+
+impl Submit for DelayHeapHandle {
+    #[inline]
+    fn execute<F: FnOnce() + Send + 'static>(&self, task: F) {
+        assert!(
+            self.0.execute(Box::new(task)),
+            "the delay heap was shut down"
+        );
+    }
+}
+
+impl ConsumerExecutor for DelayHeapHandle {
+    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
+        if self.0.execute(Box::new(move || job.run())) {
+            Ok(())
+        } else {
+            Err(JobRejected)
+        }
+    }
+}
+
+impl fmt::Debug for DelayHeapHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DelayHeapHandle")
+    }
+}
+
+impl fmt::Debug for DelayHeapExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DelayHeapExecutor")
+    }
+}
+
+// ---- (b) std mpsc, as a consumer executor -------------------------------------------------
+
+/// Any of microbench's submit handles (here `std_mpsc`'s) as a [`ConsumerExecutor`].
+struct ViaSubmit<H>(H);
+
+impl<H: Submit + Sync + fmt::Debug> ConsumerExecutor for ViaSubmit<H> {
+    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
+        self.0.execute(move || job.run());
+        Ok(())
+    }
+}
+
+impl<H: fmt::Debug> fmt::Debug for ViaSubmit<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ViaSubmit").field(&self.0).finish()
+    }
+}
+
+// ---- the consumer rig ---------------------------------------------------------------------
+
+/// Counts the listener's calls and wakes the sampler when a target is reached.
+struct Handled {
+    count: AtomicU64,
+    target: AtomicU64,
+    waiter: Thread,
+}
+
+impl Handled {
+    #[inline]
+    fn record(&self) {
+        let n = self.count.fetch_add(1, Ordering::AcqRel) + 1;
+        if n == self.target.load(Ordering::Acquire) {
+            self.waiter.unpark();
+        }
+    }
+
+    fn wait_for(&self, target: u64) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.count.load(Ordering::Acquire) < target {
+            assert!(Instant::now() < deadline, "the listener stalled");
+            thread::park_timeout(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The executors of one variant, and how to stop them once the consumer is gone.
+struct VariantExecutors {
+    internal: Arc<dyn ConsumerExecutor>,
+    listeners: Vec<Arc<dyn ConsumerExecutor>>,
+    stop: Box<dyn FnOnce()>,
+}
+
+fn executors_for(variant: &str, listeners: usize) -> VariantExecutors {
+    match variant {
+        DELAY_HEAP => {
+            let started: Vec<DelayHeapExecutor> = (0..=listeners)
+                .map(|_| DelayHeapExecutor::start())
+                .collect();
+            let handles: Vec<Arc<dyn ConsumerExecutor>> = started
+                .iter()
+                .map(|e| Arc::new(e.handle()) as Arc<dyn ConsumerExecutor>)
+                .collect();
+            VariantExecutors {
+                internal: Arc::clone(&handles[0]),
+                listeners: handles[1..].to_vec(),
+                stop: Box::new(move || started.into_iter().for_each(Executor::shutdown)),
+            }
+        }
+        STD_MPSC => {
+            let started: Vec<StdMpscExecutor> =
+                (0..=listeners).map(|_| StdMpscExecutor::start()).collect();
+            let handles: Vec<Arc<dyn ConsumerExecutor>> = started
+                .iter()
+                .map(|e| Arc::new(ViaSubmit(e.handle())) as Arc<dyn ConsumerExecutor>)
+                .collect();
+            VariantExecutors {
+                internal: Arc::clone(&handles[0]),
+                listeners: handles[1..].to_vec(),
+                stop: Box::new(move || started.into_iter().for_each(Executor::shutdown)),
+            }
+        }
+        PULSAR => {
+            let started: Vec<SingleThreadExecutor> = (0..=listeners)
+                .map(|_| PulsarExecutors::new_single_thread_executor())
+                .collect();
+            let handles: Vec<Arc<dyn ConsumerExecutor>> = started
+                .iter()
+                .map(|e| Arc::new(e.clone()) as Arc<dyn ConsumerExecutor>)
+                .collect();
+            VariantExecutors {
+                internal: Arc::clone(&handles[0]),
+                listeners: handles[1..].to_vec(),
+                stop: Box::new(move || {
+                    for executor in started {
+                        executor.shutdown();
+                        assert!(executor.await_termination(Duration::from_secs(10)));
+                    }
+                }),
+            }
+        }
+        other => unreachable!("unknown variant {other}"),
+    }
+}
+
+/// One consumer with a listener, on one variant's executors, fed by one feeder thread.
+struct DispatchRig {
+    consumer: Option<Consumer>,
+    feeder: Option<Crew>,
+    handled: Arc<Handled>,
+    stop: Option<Box<dyn FnOnce()>>,
+}
+
+impl DispatchRig {
+    fn start(variant: &str, subscription_type: SubscriptionType) -> Self {
+        let listeners = match subscription_type {
+            SubscriptionType::KeyShared => KEY_SHARED_LISTENERS,
+            _ => 1,
+        };
+        let VariantExecutors {
+            internal,
+            listeners,
+            stop,
+        } = executors_for(variant, listeners);
+        let handled = Arc::new(Handled {
+            count: AtomicU64::new(0),
+            target: AtomicU64::new(u64::MAX),
+            waiter: thread::current(),
+        });
+        let counter = Arc::clone(&handled);
+        let consumer = Consumer::new(
+            ConsumerOptions::new("perf")
+                .subscription_type(subscription_type)
+                .message_listener(move |_: &Consumer, message: Message| {
+                    std::hint::black_box(message);
+                    counter.record();
+                }),
+            ConsumerExecutors::new(internal, listeners, 0),
+        );
+        let keys: Arc<Vec<String>> = Arc::new({
+            let mut rng = 0x2545_F491_4F6C_DD1Du64;
+            (0..KEYS)
+                .map(|_| format!("{:016x}", xorshift(&mut rng)))
+                .collect()
+        });
+        let feeding = consumer.clone();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let feeder: Job = Box::new(move |iters: u64| {
+            for _ in 0..iters {
+                let key = &keys[(xorshift(&mut rng) % KEYS as u64) as usize];
+                let message = Message::new([1u8]).with_key(key);
+                if feeding.deliver(message).is_err() {
+                    panic!("the consumer refused a message");
+                }
+            }
+        });
+        Self {
+            consumer: Some(consumer),
+            feeder: Some(Crew::spawn("feeder", vec![feeder])),
+            handled,
+            stop: Some(stop),
+        }
+    }
+
+    /// Delivers `messages` as fast as the feeder can and waits until the listener handled
+    /// them all; returns the wall time from the first delivery to the last listener call.
+    fn run(&self, messages: u64) -> Duration {
+        let target = self.handled.count.load(Ordering::Acquire) + messages;
+        self.handled.target.store(target, Ordering::Release);
+        let start = Instant::now();
+        self.feeder.as_ref().expect("running").run(messages);
+        self.handled.wait_for(target);
+        start.elapsed()
+    }
+
+    fn shutdown(mut self) {
+        drop(self.feeder.take());
+        if let Some(consumer) = self.consumer.take() {
+            assert!(consumer.close().is_empty(), "every message was handled");
+        }
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+    }
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn group_name(subscription_type: SubscriptionType) -> String {
+    match subscription_type {
+        SubscriptionType::KeyShared => {
+            format!("Key_Shared, {KEY_SHARED_LISTENERS} listener threads")
+        }
+        _ => "Shared, 1 listener thread".into(),
+    }
+}
+
+fn dispatch_meta() -> BenchMeta {
+    let groups = vec![
+        group_name(SubscriptionType::Shared),
+        group_name(SubscriptionType::KeyShared),
+    ];
+    BenchMeta {
+        bench: BENCH.into(),
+        title: "Consumer read rate with a listener: one feeder thread, 1-byte random-key messages"
+            .into(),
+        description: format!(
+            "Pulsar #16236's max-read-rate test without the broker: one feeder thread calls \
+             `Consumer::deliver` (the call a connection makes) as fast as it can with 1-byte \
+             messages keyed by one of {KEYS} random keys; one consumer with a listener that \
+             counts. The consumer code is the same for every variant (receive queue, at most \
+             one trigger job queued on the internal executor, one listener job per message, \
+             to the pinned listener executor or, for Key_Shared, the one Murmur3 of the key \
+             picks); only the executors differ: `delay_heap` = Java's one-thread \
+             ScheduledThreadPoolExecutor (every `execute` boxed and pushed through a binary \
+             delay heap under one lock, taken one at a time), i.e. Pulsar's client before \
+             #16236; `std_mpsc` = std::sync::mpsc + boxed tasks + one thread; `pulsar` = \
+             ours (PulsarExecutors). A sample delivers N messages and ends when the listener \
+             has handled all N. msg/s = N / time. CPU, bytes and allocations are per message, \
+             all threads (the feeder's 2 allocations per message, payload and key, included)."
+        ),
+        group_label: "subscription".into(),
+        variant_label: "executors".into(),
+        variants: VARIANTS.iter().map(|v| v.to_string()).collect(),
+        baseline: Some(DELAY_HEAP.into()),
+        subject: Some(PULSAR.into()),
+        figures: vec![
+            FigureSpec::new(MSG_PER_S, "messages handled by the listener per second", 0),
+            FigureSpec::new(NS_PER_MSG, "wall time per message (median of samples)", 1),
+            FigureSpec::new(
+                CPU_NS_PER_MSG,
+                "process CPU time (all threads) per message",
+                1,
+            ),
+            FigureSpec::new(ALLOCS_PER_MSG, "allocations per message, all threads", 2),
+            FigureSpec::new(BYTES_PER_MSG, "bytes allocated per message, all threads", 1),
+        ],
+        ratio_figures: vec![NS_PER_MSG.into(), BYTES_PER_MSG.into()],
+        chart_figures: vec![NS_PER_MSG.into()],
+        targets: vec![
+            Target {
+                description: "ours >= 4x delay_heap's msg/s (ns/msg <= 0.25x)".into(),
+                figure: NS_PER_MSG.into(),
+                against: Against::Baseline,
+                max_ratio: 0.25,
+                groups: groups.clone(),
+            },
+            Target {
+                description:
+                    "ours >= 1.5x the best peer's msg/s, i.e. std_mpsc's (ns/msg <= 0.667x)".into(),
+                figure: NS_PER_MSG.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0 / 1.5,
+                groups,
+            },
+        ],
+        notes: vec![
+            "Pulsar measured ~265k msg/s before #16236 and ~1M msg/s after (~3.8x), broker \
+             included."
+                .into(),
+        ],
+    }
+}
+
+fn consumer_dispatch(c: &mut Criterion) {
+    let settings = Settings::from_env();
+    report::declare(&dispatch_meta(), &settings).expect("write the bench report");
+    let subscriptions = [SubscriptionType::Shared, SubscriptionType::KeyShared];
+    let total = settings.rounds as usize * subscriptions.len() * VARIANTS.len();
+    let mut progress = Progress::new(BENCH, total);
+    let mut group = c.benchmark_group(BENCH);
+    settings.configure(&mut group);
+    for round in 1..=settings.rounds {
+        for subscription_type in subscriptions {
+            for variant in VARIANTS {
+                let rig = DispatchRig::start(variant, subscription_type);
+                let mut probe = Probe::new();
+                let id = format!("{subscription_type:?}/{variant}/r{round}");
+                group.bench_function(id, |b| {
+                    b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
+                });
+                rig.shutdown();
+                let Some(summary) = probe.summary(settings.sample_size) else {
+                    continue; // filtered out or listed only
+                };
+                let ns = summary.wall_ns_per_iter;
+                let row = Row {
+                    bench: BENCH.into(),
+                    group: group_name(subscription_type),
+                    variant: variant.into(),
+                    round,
+                    figures: vec![
+                        (MSG_PER_S.into(), Some(1e9 / ns)),
+                        (NS_PER_MSG.into(), Some(ns)),
+                        (CPU_NS_PER_MSG.into(), summary.cpu_ns_per_unit),
+                        (ALLOCS_PER_MSG.into(), Some(summary.allocations_per_unit)),
+                        (BYTES_PER_MSG.into(), Some(summary.bytes_per_unit)),
+                    ],
+                };
+                report::record(&row).expect("write the bench report");
+                progress.step(format_args!(
+                    "{} {:<10} round {}/{}: {:>10.0} msg/s {:>8.1} ns/msg {:>5.2} allocs/msg",
+                    group_name(subscription_type),
+                    variant,
+                    round,
+                    settings.rounds,
+                    1e9 / ns,
+                    ns,
+                    summary.allocations_per_unit,
+                ));
+            }
+        }
+    }
+    group.finish();
+}
+
+// ---- scheduled_executor: the fast path and cancel -----------------------------------------
+
+/// Our scheduled executor under the hand-off rig: `execute` (the FIFO fast path) or, with
+/// `SCHEDULE`, `schedule(Duration::ZERO, ..)` (through the timer heap).
+struct ScheduledVia<const SCHEDULE: bool> {
+    executor: ScheduledExecutor,
+}
+
+#[derive(Clone, Debug)]
+struct ScheduledSubmit<const SCHEDULE: bool>(ScheduledExecutor);
+
+impl<const SCHEDULE: bool> Executor for ScheduledVia<SCHEDULE> {
+    const NAME: &'static str = if SCHEDULE {
+        "scheduled_schedule_zero"
+    } else {
+        "scheduled_execute"
+    };
+    type Handle = ScheduledSubmit<SCHEDULE>;
+
+    fn start() -> Self {
+        let executor = ScheduledExecutor::new(NamedThreadFactory::new("scheduled-bench"));
+        // The worker starts lazily: start it now, as the peers' workers are.
+        executor
+            .schedule(Duration::ZERO, || ())
+            .expect("a new executor accepts tasks")
+            .join()
+            .expect("the first task ran");
+        Self { executor }
+    }
+
+    fn handle(&self) -> Self::Handle {
+        ScheduledSubmit(self.executor.clone())
+    }
+
+    fn queue_capacity(&self) -> Option<usize> {
+        Some(self.executor.queue_capacity())
+    }
+
+    fn shutdown(self) {
+        self.executor.shutdown();
+        assert!(self.executor.await_termination(Duration::from_secs(10)));
+    }
+}
+
+impl<const SCHEDULE: bool> Submit for ScheduledSubmit<SCHEDULE> {
+    #[inline]
+    fn execute<F: FnOnce() + Send + 'static>(&self, task: F) {
+        let accepted = if SCHEDULE {
+            self.0.schedule(Duration::ZERO, task).is_ok()
+        } else {
+            self.0.execute(task).is_ok()
+        };
+        assert!(accepted, "the scheduled executor rejected a task");
+    }
+}
+
+impl<const SCHEDULE: bool> fmt::Debug for ScheduledVia<SCHEDULE> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScheduledVia")
+            .field("schedule", &SCHEDULE)
+            .finish()
+    }
+}
+
+const HANDOFF_TASKS: usize = 256;
+const TIMERS: u64 = 1_000_000;
+const PLAIN_EXECUTE: &str = "plain_execute";
+const SCHEDULED_EXECUTE: &str = "scheduled_execute";
+const LAZY_CANCEL_HEAP: &str = "lazy_cancel_heap";
+const SCHEDULED_CANCEL: &str = "scheduled_cancel";
+const NS_PER_TASK: &str = "ns/task";
+const ALLOCS_PER_TASK: &str = "allocs/task";
+const NS_PER_TIMER: &str = "ns/timer";
+const ENTRIES_LEFT: &str = "entries left";
+const SLOTS_LEFT: &str = "heap slots left";
+const PEAK_SLOTS: &str = "peak heap slots";
+
+fn handoff_group() -> String {
+    format!("execute hand-off, K={HANDOFF_TASKS}, 1 submitter")
+}
+
+fn timers_group() -> String {
+    format!("{TIMERS} timers scheduled (1 h) then cancelled")
+}
+
+fn timers_meta() -> BenchMeta {
+    BenchMeta {
+        bench: TIMERS_BENCH.into(),
+        title: "Scheduled executor: the execute fast path, and prompt cancel".into(),
+        description: format!(
+            "Hand-off: the executor_handoff workload (a batch of K tasks counting down a latch, \
+             then wait) from one submitter into `plain_execute` = PulsarExecutors' \
+             single-thread executor, `scheduled_execute` = ScheduledExecutor::execute (the \
+             FIFO fast path), `scheduled_schedule_zero` = ScheduledExecutor::schedule(0) \
+             (through our timer heap), `delay_heap_execute` = a Java-style \
+             ScheduledThreadPoolExecutor (every task through its delay heap). Timers: \
+             {TIMERS} one-hour timers armed, then all cancelled, on one thread: ours \
+             (`scheduled_cancel`: cancel removes the entry and drops the closure at once) \
+             against `lazy_cancel_heap` (Java's default and scheduled-thread-pool's: cancel \
+             sets a flag; the entry stays in the heap until its deadline). Lateness: \
+             {LATE_TIMERS} timers due 0-{spread} ms ahead while a loader thread keeps the \
+             worker busy with batches of {LOAD_BATCH} immediate tasks of ~1 us each; \
+             lateness = when the timer ran minus its deadline (never negative: nothing runs \
+             early), on our ScheduledExecutor and on the Java-style delay heap.",
+            spread = LATE_SPREAD.as_millis()
+        ),
+        group_label: "workload".into(),
+        variant_label: "executor".into(),
+        variants: vec![
+            PLAIN_EXECUTE.into(),
+            SCHEDULED_EXECUTE.into(),
+            ScheduledVia::<true>::NAME.into(),
+            DelayHeapExecutor::NAME.into(),
+            LAZY_CANCEL_HEAP.into(),
+            SCHEDULED_CANCEL.into(),
+            DELAY_HEAP_TIMERS.into(),
+            SCHEDULED_TIMERS.into(),
+        ],
+        baseline: Some(PLAIN_EXECUTE.into()),
+        subject: Some(SCHEDULED_EXECUTE.into()),
+        figures: vec![
+            FigureSpec::new(
+                NS_PER_TASK,
+                "wall time per task handed off (median of samples)",
+                1,
+            ),
+            FigureSpec::new(ALLOCS_PER_TASK, "allocations per task, net of the latch", 3),
+            FigureSpec::new(NS_PER_TIMER, "wall time per timer, schedule + cancel", 1),
+            FigureSpec::new(ENTRIES_LEFT, "entries still held after every cancel", 0),
+            FigureSpec::new(
+                SLOTS_LEFT,
+                "timer-heap slots still allocated after every cancel",
+                0,
+            ),
+            FigureSpec::new(PEAK_SLOTS, "timer-heap slots at the peak", 0),
+            FigureSpec::new(
+                P50_LATE,
+                "median timer lateness (fire time - deadline), us",
+                0,
+            ),
+            FigureSpec::new(P99_LATE, "99th percentile timer lateness, us", 0),
+            FigureSpec::new(MAX_LATE, "largest timer lateness, us", 0),
+        ],
+        ratio_figures: vec![NS_PER_TASK.into()],
+        chart_figures: vec![NS_PER_TASK.into()],
+        targets: vec![Target {
+            description: "ScheduledExecutor::execute within 1.2x the plain executor's hand-off"
+                .into(),
+            figure: NS_PER_TASK.into(),
+            against: Against::Baseline,
+            max_ratio: 1.2,
+            groups: vec![handoff_group()],
+        }],
+        notes: vec![format!(
+            "Timers: ours must end with 0 entries and at most 64 heap slots after {TIMERS} \
+             schedule + cancel."
+        )],
+    }
+}
+
+/// One hand-off configuration row for executor `E` in `round`.
+fn handoff_row<E: Executor>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    settings: &Settings,
+    progress: &mut Progress,
+    variant: &str,
+    round: u32,
+) {
+    let latch = handoff::latch_cost();
+    let rig = HandoffRig::<E>::start(1, HANDOFF_TASKS);
+    let mut probe = Probe::new();
+    group.bench_function(format!("handoff/{variant}/r{round}"), |b| {
+        b.iter_custom(|iters| probe.sample(iters, rig.batches_per_iter(), None, |n| rig.run(n)))
+    });
+    rig.shutdown();
+    let Some(summary) = probe.summary(settings.sample_size) else {
+        return;
+    };
+    let ns = summary.wall_ns_per_iter / HANDOFF_TASKS as f64;
+    let allocs = (summary.allocations_per_unit - latch.allocations as f64) / HANDOFF_TASKS as f64;
+    report::record(&Row {
+        bench: TIMERS_BENCH.into(),
+        group: handoff_group(),
+        variant: variant.into(),
+        round,
+        figures: vec![
+            (NS_PER_TASK.into(), Some(ns)),
+            (ALLOCS_PER_TASK.into(), Some(allocs)),
+        ],
+    })
+    .expect("write the bench report");
+    progress.step(format_args!(
+        "hand-off {variant:<24} round {round}/{}: {ns:>7.1} ns/task {allocs:>6.3} allocs/task",
+        settings.rounds
+    ));
+}
+
+/// Java's lazy cancel: the flag is set, the entry stays in the heap until its deadline.
+struct LazyEntry {
+    cancelled: AtomicBool,
+    task: Mutex<Option<BoxedTask>>,
+}
+
+struct LazyNode(Instant, u64, Arc<LazyEntry>);
+
+impl PartialEq for LazyNode {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0, self.1) == (other.0, other.1)
+    }
+}
+impl Eq for LazyNode {}
+impl PartialOrd for LazyNode {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for LazyNode {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.0, other.1).cmp(&(self.0, self.1))
+    }
+}
+
+/// Figures of one timer run: (entries left, heap slots left, peak heap slots).
+type TimerFigures = (u64, u64, u64);
+
+/// Arms and cancels the timers; returns the time that took (set-up and tear-down excluded)
+/// and the figures.
+fn lazy_cancel_run() -> (Duration, TimerFigures) {
+    let mut heap = Mutex::new(BinaryHeap::<LazyNode>::new());
+    let mut entries = Vec::with_capacity(TIMERS as usize);
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(3600);
+    for seq in 0..TIMERS {
+        let entry = Arc::new(LazyEntry {
+            cancelled: AtomicBool::new(false),
+            task: Mutex::new(Some(Box::new(|| ()) as BoxedTask)),
+        });
+        heap.lock()
+            .unwrap()
+            .push(LazyNode(deadline, seq, Arc::clone(&entry)));
+        entries.push(entry);
+    }
+    let peak = heap.get_mut().unwrap().capacity() as u64;
+    for entry in entries.drain(..) {
+        entry.cancelled.store(true, Ordering::Release);
+    }
+    let elapsed = start.elapsed();
+    let heap = heap.get_mut().unwrap();
+    // Every cancelled entry is still there, holding its closure, until its deadline.
+    let left = heap
+        .iter()
+        .filter(|node| node.2.cancelled.load(Ordering::Acquire))
+        .filter(|node| node.2.task.lock().unwrap().is_some())
+        .count() as u64;
+    let slots = heap.capacity() as u64;
+    (elapsed, (left, slots, peak))
+}
+
+/// As [`lazy_cancel_run`], on our scheduled executor.
+fn scheduled_cancel_run() -> (Duration, TimerFigures) {
+    let executor = ScheduledExecutor::new(NamedThreadFactory::new("timer-bench"));
+    let mut handles = Vec::with_capacity(TIMERS as usize);
+    let start = Instant::now();
+    for _ in 0..TIMERS {
+        handles.push(
+            executor
+                .schedule(Duration::from_secs(3600), || ())
+                .expect("accepted"),
+        );
+    }
+    let peak = executor.timer_capacity() as u64;
+    for handle in handles.drain(..) {
+        assert!(handle.cancel());
+    }
+    let elapsed = start.elapsed();
+    let figures = (
+        executor.pending_tasks() as u64,
+        executor.timer_capacity() as u64,
+        peak,
+    );
+    drop(executor.shutdown_now());
+    assert!(executor.await_termination(Duration::from_secs(10)));
+    (elapsed, figures)
+}
+
+fn timer_row(variant: &str, round: u32, settings: &Settings, progress: &mut Progress) {
+    let run: fn() -> (Duration, TimerFigures) = if variant == LAZY_CANCEL_HEAP {
+        lazy_cancel_run
+    } else {
+        scheduled_cancel_run
+    };
+    let mut figures = (0, 0, 0);
+    let mut probe = Probe::new();
+    probe.sample(1, TIMERS, None, |_| {
+        let (elapsed, measured) = run();
+        figures = measured;
+        elapsed
+    });
+    let summary = probe.summary(1).expect("one sample");
+    let (left, slots, peak) = figures;
+    report::record(&Row {
+        bench: TIMERS_BENCH.into(),
+        group: timers_group(),
+        variant: variant.into(),
+        round,
+        figures: vec![
+            (NS_PER_TIMER.into(), Some(summary.wall_ns_per_unit)),
+            (ENTRIES_LEFT.into(), Some(left as f64)),
+            (SLOTS_LEFT.into(), Some(slots as f64)),
+            (PEAK_SLOTS.into(), Some(peak as f64)),
+        ],
+    })
+    .expect("write the bench report");
+    progress.step(format_args!(
+        "timers {variant:<24} round {round}/{}: {:>7.1} ns/timer, {left} entries and {slots} \
+         slots left (peak {peak})",
+        settings.rounds, summary.wall_ns_per_unit
+    ));
+}
+
+// ---- timer lateness under load ------------------------------------------------------------
+
+const LATE_TIMERS: usize = 2_000;
+/// Timers are due between now and this far ahead, spread evenly.
+const LATE_SPREAD: Duration = Duration::from_millis(20);
+/// Immediate tasks the load keeps queued (a batch is awaited before the next is queued).
+const LOAD_BATCH: usize = 64;
+/// Work per immediate task of the load.
+const LOAD_TASK: Duration = Duration::from_micros(1);
+const SCHEDULED_TIMERS: &str = "scheduled_timers";
+const DELAY_HEAP_TIMERS: &str = "delay_heap_timers";
+const P50_LATE: &str = "p50 late us";
+const P99_LATE: &str = "p99 late us";
+const MAX_LATE: &str = "max late us";
+
+fn lateness_group() -> String {
+    format!(
+        "lateness of {LATE_TIMERS} timers (0-{} ms) under a busy worker",
+        LATE_SPREAD.as_millis()
+    )
+}
+
+/// A task of the load: `LOAD_TASK` of work.
+fn busy_task(done: Arc<microbench::latch::CountdownLatch>) -> impl FnOnce() + Send + 'static {
+    move || {
+        let start = Instant::now();
+        while start.elapsed() < LOAD_TASK {
+            std::hint::spin_loop();
+        }
+        done.count_down();
+    }
+}
+
+/// Schedules the timers while a loader thread keeps the worker busy with batches of immediate
+/// tasks; returns each timer's lateness (fire time minus deadline), sorted, in microseconds.
+fn lateness_run(variant: &str) -> Vec<f64> {
+    type Execute = Box<dyn Fn(BoxedTask) + Send + Sync>;
+    type Schedule = Box<dyn Fn(Duration, BoxedTask) + Send + Sync>;
+    let (execute, schedule, stop): (Execute, Schedule, Box<dyn FnOnce()>) =
+        if variant == SCHEDULED_TIMERS {
+            let executor = ScheduledExecutor::new(NamedThreadFactory::new("lateness"));
+            let (a, b) = (executor.clone(), executor.clone());
+            (
+                Box::new(move |task| a.execute(task).expect("accepted")),
+                Box::new(move |delay, task| drop(b.schedule(delay, task).expect("accepted"))),
+                Box::new(move || {
+                    executor.shutdown();
+                    assert!(executor.await_termination(Duration::from_secs(10)));
+                }),
+            )
+        } else {
+            let executor = DelayHeapExecutor::start();
+            let (a, b) = (executor.handle(), executor.handle());
+            (
+                Box::new(move |task| assert!(a.0.execute(task))),
+                Box::new(move |delay, task| assert!(b.0.schedule(delay, task))),
+                Box::new(move || executor.shutdown()),
+            )
+        };
+    let execute: Arc<Execute> = Arc::new(execute);
+    let stopping = Arc::new(AtomicBool::new(false));
+    let loader = {
+        let (execute, stopping) = (Arc::clone(&execute), Arc::clone(&stopping));
+        thread::spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                let done = Arc::new(microbench::latch::CountdownLatch::new(LOAD_BATCH));
+                for _ in 0..LOAD_BATCH {
+                    execute(Box::new(busy_task(Arc::clone(&done))));
+                }
+                assert!(done.wait_timeout(Duration::from_secs(30)), "load stalled");
+            }
+        })
+    };
+    let lateness = Arc::new(Mutex::new(Vec::with_capacity(LATE_TIMERS)));
+    let all_fired = Arc::new(microbench::latch::CountdownLatch::new(LATE_TIMERS));
+    for i in 0..LATE_TIMERS {
+        let delay = LATE_SPREAD * i as u32 / LATE_TIMERS as u32;
+        let deadline = Instant::now() + delay;
+        let (lateness, all_fired) = (Arc::clone(&lateness), Arc::clone(&all_fired));
+        schedule(
+            delay,
+            Box::new(move || {
+                let late = Instant::now().saturating_duration_since(deadline);
+                lateness.lock().unwrap().push(late.as_secs_f64() * 1e6);
+                all_fired.count_down();
+            }),
+        );
+    }
+    assert!(
+        all_fired.wait_timeout(Duration::from_secs(60)),
+        "timers stalled"
+    );
+    stopping.store(true, Ordering::Release);
+    loader.join().expect("the loader panicked");
+    drop(execute);
+    drop(schedule);
+    stop();
+    let mut lateness = std::mem::take(&mut *lateness.lock().unwrap());
+    lateness.sort_by(f64::total_cmp);
+    lateness
+}
+
+fn lateness_row(variant: &str, round: u32, settings: &Settings, progress: &mut Progress) {
+    let lateness = lateness_run(variant);
+    let at = |q: f64| lateness[((lateness.len() - 1) as f64 * q).round() as usize];
+    let (p50, p99, max) = (at(0.5), at(0.99), at(1.0));
+    report::record(&Row {
+        bench: TIMERS_BENCH.into(),
+        group: lateness_group(),
+        variant: variant.into(),
+        round,
+        figures: vec![
+            (P50_LATE.into(), Some(p50)),
+            (P99_LATE.into(), Some(p99)),
+            (MAX_LATE.into(), Some(max)),
+        ],
+    })
+    .expect("write the bench report");
+    progress.step(format_args!(
+        "lateness {variant:<22} round {round}/{}: p50 {p50:.0} us, p99 {p99:.0} us, max {max:.0} us",
+        settings.rounds
+    ));
+}
+
+fn scheduled_executor(c: &mut Criterion) {
+    let settings = Settings::from_env();
+    report::declare(&timers_meta(), &settings).expect("write the bench report");
+    let mut progress = Progress::new(TIMERS_BENCH, settings.rounds as usize * 8);
+    let mut group = c.benchmark_group(TIMERS_BENCH);
+    settings.configure(&mut group);
+    let run_timers = !Settings::is_dry_run() && timers_selected();
+    for round in 1..=settings.rounds {
+        handoff_row::<PulsarExecutor>(&mut group, &settings, &mut progress, PLAIN_EXECUTE, round);
+        handoff_row::<ScheduledVia<false>>(
+            &mut group,
+            &settings,
+            &mut progress,
+            SCHEDULED_EXECUTE,
+            round,
+        );
+        handoff_row::<ScheduledVia<true>>(
+            &mut group,
+            &settings,
+            &mut progress,
+            ScheduledVia::<true>::NAME,
+            round,
+        );
+        handoff_row::<DelayHeapExecutor>(
+            &mut group,
+            &settings,
+            &mut progress,
+            DelayHeapExecutor::NAME,
+            round,
+        );
+        if run_timers {
+            timer_row(LAZY_CANCEL_HEAP, round, &settings, &mut progress);
+            timer_row(SCHEDULED_CANCEL, round, &settings, &mut progress);
+            lateness_row(DELAY_HEAP_TIMERS, round, &settings, &mut progress);
+            lateness_row(SCHEDULED_TIMERS, round, &settings, &mut progress);
+        }
+    }
+    group.finish();
+}
+
+/// The timer runs are not criterion benchmarks: they run unless a benchmark name filter on the
+/// command line excludes `scheduled_executor/timers`.
+fn timers_selected() -> bool {
+    let mut filters = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .peekable();
+    let timers_id = format!("{TIMERS_BENCH}/timers");
+    filters.peek().is_none() || filters.any(|filter| timers_id.contains(filter.as_str()))
+}
+
+criterion_group! {
+    name = benches;
+    config = Settings::from_env().criterion();
+    targets = consumer_dispatch, scheduled_executor
+}
+criterion_main!(benches);

@@ -1,0 +1,213 @@
+//! `executor_handoff`: Pulsar's `ExecutorHandoffBenchmark.submitAndComplete` ported, ours
+//! against single-thread executors on std mpsc, crossbeam, flume and threadpool.
+//!
+//! Per batch: a fresh countdown latch for K tasks, K `execute`s of a task that counts it down,
+//! wait for the latch. K in {16, 256}; S in {1, 2, 8} concurrent submitters, each with at
+//! most one batch outstanding (JMH's `-t S`). Every configuration is measured in interleaved
+//! rounds (all executors of round 1, then round 2, ...).
+
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use microbench::alloc::{AllocStats, CountingAllocator};
+use microbench::executors::{self, Executor, ExecutorVisitor, PulsarExecutor, StdMpscExecutor};
+use microbench::handoff::{self, HandoffRig};
+use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::{Probe, Progress, Settings};
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
+
+const BENCH: &str = "executor_handoff";
+const TASKS: [usize; 2] = [16, 256];
+const SUBMITTERS: [usize; 3] = [1, 2, 8];
+
+const US_PER_BATCH: &str = "us/batch";
+const CPU_PER_BATCH: &str = "CPU us/batch";
+const WORKER_CPU_PER_BATCH: &str = "worker CPU us/batch";
+const BYTES_PER_BATCH: &str = "B/batch";
+const ALLOCS_PER_BATCH: &str = "allocs/batch";
+const LATCH_BYTES: &str = "latch B/batch";
+
+fn group_name(tasks: usize, submitters: usize) -> String {
+    format!("K={tasks} S={submitters}")
+}
+
+fn meta(latch: &AllocStats) -> BenchMeta {
+    let groups = |tasks: &[usize], submitters: &[usize]| -> Vec<String> {
+        tasks
+            .iter()
+            .flat_map(|&k| submitters.iter().map(move |&s| group_name(k, s)))
+            .collect()
+    };
+    let speed = |max_ratio: f64, tasks: &[usize], submitters: &[usize]| Target {
+        description: format!(
+            "us/batch of ours <= {max_ratio}x the fastest peer (K={tasks:?}, S={submitters:?})"
+        ),
+        figure: US_PER_BATCH.into(),
+        against: Against::BestPeer,
+        max_ratio,
+        groups: groups(tasks, submitters),
+    };
+    BenchMeta {
+        bench: BENCH.into(),
+        title: "Executor hand-off: batches of K tasks from S submitters into one worker".into(),
+        description: "A port of Pulsar's ExecutorHandoffBenchmark.submitAndComplete. Per batch: a \
+            fresh countdown latch for K tasks, K `execute`s of a task that counts it down (the \
+            closure captures an `Arc` of the latch), then wait for the latch. S submitting \
+            threads run concurrently, each with one batch outstanding (JMH `-t S`). \
+            `us/batch` is wall time per batch as one submitter sees it (JMH's average-time \
+            mode: with S submitters, S batches complete in that time). CPU, bytes and \
+            allocations are per batch completed, by all threads of the process. Bytes and \
+            allocations are net of the harness's own latch (its `Arc`, shown separately)."
+            .into(),
+        group_label: "configuration".into(),
+        variant_label: "executor".into(),
+        variants: executors::NAMES.iter().map(|s| s.to_string()).collect(),
+        baseline: Some(StdMpscExecutor::NAME.into()),
+        subject: Some(PulsarExecutor::NAME.into()),
+        figures: vec![
+            FigureSpec::new(
+                US_PER_BATCH,
+                "wall time per batch per submitter (median of samples)",
+                2,
+            ),
+            FigureSpec::new(CPU_PER_BATCH, "process CPU time (all threads) per batch", 2),
+            FigureSpec::new(
+                WORKER_CPU_PER_BATCH,
+                "the executor worker thread's CPU time per batch",
+                2,
+            ),
+            FigureSpec::new(
+                BYTES_PER_BATCH,
+                "bytes allocated per batch, realloc growth included, net of the latch",
+                1,
+            ),
+            FigureSpec::new(
+                ALLOCS_PER_BATCH,
+                "allocations per batch, net of the latch",
+                2,
+            ),
+            FigureSpec::new(
+                LATCH_BYTES,
+                "bytes of the harness's per-batch latch (subtracted)",
+                0,
+            ),
+        ],
+        ratio_figures: vec![US_PER_BATCH.into(), BYTES_PER_BATCH.into()],
+        chart_figures: vec![US_PER_BATCH.into(), BYTES_PER_BATCH.into()],
+        targets: vec![
+            Target {
+                description: "B/batch of ours <= 3% of std_mpsc's (net of the latch)".into(),
+                figure: BYTES_PER_BATCH.into(),
+                against: Against::Baseline,
+                max_ratio: 0.03,
+                groups: groups(&TASKS, &SUBMITTERS),
+            },
+            speed(0.8, &[256], &[1, 2]),
+            speed(0.95, &[16], &[1, 2]),
+            speed(1.0, &[16, 256], &[8]),
+        ],
+        notes: vec![format!(
+            "The harness's latch costs {} allocation(s) and {} B per batch for every executor; \
+             it is subtracted from B/batch and allocs/batch.",
+            latch.allocations, latch.bytes_allocated
+        )],
+    }
+}
+
+/// Measures every executor in one configuration and round.
+struct Configuration<'g, 'c> {
+    group: &'g mut BenchmarkGroup<'c, criterion::measurement::WallTime>,
+    progress: &'g mut Progress,
+    settings: &'g Settings,
+    latch: AllocStats,
+    round: u32,
+    tasks: usize,
+    submitters: usize,
+}
+
+impl ExecutorVisitor for Configuration<'_, '_> {
+    fn visit<E: Executor>(&mut self) {
+        let (k, s) = (self.tasks, self.submitters);
+        let id = format!("k{k}_s{s}/{}/r{}", E::NAME, self.round);
+        let rig = HandoffRig::<E>::start(s, k);
+        let mut probe = Probe::new();
+        let worker_cpu = || rig.worker_cpu();
+        self.group.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                probe.sample(iters, rig.batches_per_iter(), Some(&worker_cpu), |n| {
+                    rig.run(n)
+                })
+            })
+        });
+        let capacity = rig.queue_capacity();
+        rig.shutdown();
+        let Some(summary) = probe.summary(self.settings.sample_size) else {
+            return; // filtered out or listed only
+        };
+        let us = |ns: f64| ns / 1e3;
+        let bytes = summary.bytes_per_unit - self.latch.bytes_allocated as f64;
+        let allocs = summary.allocations_per_unit - self.latch.allocations as f64;
+        let row = Row {
+            bench: BENCH.into(),
+            group: group_name(k, s),
+            variant: E::NAME.into(),
+            round: self.round,
+            figures: vec![
+                (US_PER_BATCH.into(), Some(us(summary.wall_ns_per_iter))),
+                (CPU_PER_BATCH.into(), summary.cpu_ns_per_unit.map(us)),
+                (
+                    WORKER_CPU_PER_BATCH.into(),
+                    summary.worker_cpu_ns_per_unit.map(us),
+                ),
+                (BYTES_PER_BATCH.into(), Some(bytes)),
+                (ALLOCS_PER_BATCH.into(), Some(allocs)),
+                (LATCH_BYTES.into(), Some(self.latch.bytes_allocated as f64)),
+            ],
+        };
+        report::record(&row).expect("write the bench report");
+        self.progress.step(format_args!(
+            "{} {:<10} round {}/{}: {:>8.2} us/batch {:>8.1} B/batch {:>6.2} allocs/batch{}",
+            group_name(k, s),
+            E::NAME,
+            self.round,
+            self.settings.rounds,
+            us(summary.wall_ns_per_iter),
+            bytes,
+            allocs,
+            capacity.map_or(String::new(), |c| format!(" ({c} slots)")),
+        ));
+    }
+}
+
+fn executor_handoff(c: &mut Criterion) {
+    let settings = Settings::from_env();
+    let latch = handoff::latch_cost();
+    report::declare(&meta(&latch), &settings).expect("write the bench report");
+    let total = settings.rounds as usize * TASKS.len() * SUBMITTERS.len() * executors::NAMES.len();
+    let mut progress = Progress::new(BENCH, total);
+    let mut group = c.benchmark_group(BENCH);
+    settings.configure(&mut group);
+    for round in 1..=settings.rounds {
+        for tasks in TASKS {
+            for submitters in SUBMITTERS {
+                executors::visit_all(&mut Configuration {
+                    group: &mut group,
+                    progress: &mut progress,
+                    settings: &settings,
+                    latch,
+                    round,
+                    tasks,
+                    submitters,
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Settings::from_env().criterion();
+    targets = executor_handoff
+}
+criterion_main!(benches);

@@ -1,0 +1,160 @@
+//! The hand-off workload: a port of Pulsar's `ExecutorHandoffBenchmark.submitAndComplete`,
+//! and the rig that runs it from N concurrent submitters against one executor.
+
+use crate::alloc::{self, AllocStats};
+use crate::cpu;
+use crate::crew::{Crew, Job};
+use crate::executors::{Executor, Submit};
+use crate::latch::CountdownLatch;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a submitter waits for its batch (JMH's `latch.await(10 s)`).
+pub const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One batch: a fresh latch for `tasks` tasks, `tasks` `execute`s of a task that counts it
+/// down, then wait for the latch.
+///
+/// # Panics
+///
+/// If the batch does not complete within [`BATCH_TIMEOUT`].
+///
+/// # Examples
+///
+/// ```
+/// use microbench::executors::{Executor, PulsarExecutor};
+/// use microbench::handoff::submit_and_complete;
+///
+/// let executor = PulsarExecutor::start();
+/// submit_and_complete(&executor.handle(), 16);
+/// executor.shutdown();
+/// ```
+#[inline]
+pub fn submit_and_complete<H: Submit>(handle: &H, tasks: usize) {
+    let latch = Arc::new(CountdownLatch::new(tasks));
+    for _ in 0..tasks {
+        let latch = Arc::clone(&latch);
+        handle.execute(move || latch.count_down());
+    }
+    assert!(
+        latch.wait_timeout(BATCH_TIMEOUT),
+        "a batch of {tasks} tasks did not complete within {BATCH_TIMEOUT:?}"
+    );
+}
+
+/// What the harness itself allocates per batch: the latch's `Arc`. The report subtracts it.
+pub fn latch_cost() -> AllocStats {
+    alloc::measure_thread(|| drop(std::hint::black_box(Arc::new(CountdownLatch::new(1))))).1
+}
+
+/// One executor with `submitters` persistent submitting threads, each with at most one batch
+/// of `tasks` tasks outstanding (JMH's `-t N`).
+pub struct HandoffRig<E: Executor> {
+    executor: Option<E>,
+    crew: Option<Crew>,
+    /// The rig's own handle, for reading the worker's CPU clock.
+    handle: Option<E::Handle>,
+    submitters: usize,
+    tasks: usize,
+}
+
+impl<E: Executor> HandoffRig<E> {
+    /// Starts the executor and the submitting threads.
+    pub fn start(submitters: usize, tasks: usize) -> Self {
+        let executor = E::start();
+        let jobs = (0..submitters)
+            .map(|_| {
+                let handle = executor.handle();
+                Box::new(move |iters: u64| {
+                    for _ in 0..iters {
+                        submit_and_complete(&handle, tasks);
+                    }
+                }) as Job
+            })
+            .collect();
+        let crew = Crew::spawn(&format!("{}-submitter", E::NAME), jobs);
+        Self {
+            handle: Some(executor.handle()),
+            executor: Some(executor),
+            crew: Some(crew),
+            submitters,
+            tasks,
+        }
+    }
+
+    /// Every submitter completes `iters` batches; returns the wall time, which is also the
+    /// time per batch as each submitter sees it, times `iters` (JMH's average time mode).
+    pub fn run(&self, iters: u64) -> Duration {
+        self.crew.as_ref().expect("running").run(iters)
+    }
+
+    /// Batches completed per `run` iteration (one per submitter).
+    pub fn batches_per_iter(&self) -> u64 {
+        self.submitters as u64
+    }
+
+    /// Tasks per batch.
+    pub fn tasks(&self) -> usize {
+        self.tasks
+    }
+
+    /// The CPU time the executor's worker thread has used so far, read on the worker by a
+    /// task (outside any measured window: it allocates a latch, and a box for the peers).
+    pub fn worker_cpu(&self) -> Option<Duration> {
+        let handle = self.handle.as_ref().expect("running");
+        let nanos = Arc::new(AtomicU64::new(u64::MAX));
+        let latch = Arc::new(CountdownLatch::new(1));
+        {
+            let nanos = Arc::clone(&nanos);
+            let latch = Arc::clone(&latch);
+            handle.execute(move || {
+                let now = cpu::thread_time().map_or(u64::MAX, |d| d.as_nanos() as u64);
+                nanos.store(now, Ordering::Release);
+                latch.count_down();
+            });
+        }
+        assert!(latch.wait_timeout(BATCH_TIMEOUT), "the worker is stuck");
+        match nanos.load(Ordering::Acquire) {
+            u64::MAX => None,
+            n => Some(Duration::from_nanos(n)),
+        }
+    }
+
+    /// Task slots in the executor's queue now, where it tells.
+    pub fn queue_capacity(&self) -> Option<usize> {
+        self.executor.as_ref().and_then(|e| e.queue_capacity())
+    }
+
+    /// Stops the submitters and shuts the executor down, waiting for its worker.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        drop(self.crew.take());
+        drop(self.handle.take());
+        if let Some(executor) = self.executor.take() {
+            executor.shutdown();
+        }
+    }
+}
+
+impl<E: Executor> Drop for HandoffRig<E> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.stop();
+        }
+    }
+}
+
+impl<E: Executor> fmt::Debug for HandoffRig<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandoffRig")
+            .field("executor", &E::NAME)
+            .field("submitters", &self.submitters)
+            .field("tasks", &self.tasks)
+            .finish()
+    }
+}
