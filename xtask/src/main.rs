@@ -7,6 +7,7 @@ mod report;
 mod report_chart;
 mod report_markdown;
 mod test;
+mod zookeeper;
 
 use anyhow::{bail, Result};
 

@@ -3,7 +3,9 @@
 //! Steps, in order (each must pass):
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. `cargo test --workspace` (with a ZooKeeper server started for the tests that need one)
+//! 3. `cargo test --workspace`, with a throwaway ZooKeeper server (Debian's `zookeeper`
+//!    package; `.ci/zookeeper.sh` installs it) whose address goes to the tests in
+//!    `PULSAR_TEST_ZOOKEEPER`
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`), in `target/loom`
 //! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor, the
@@ -40,9 +42,15 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     )?;
 
     {
+        // The metadata-store suites also run against a real ZooKeeper: start one (or use the
+        // one named in PULSAR_TEST_ZOOKEEPER) and stop it when the tests are done.
+        let zookeeper = crate::zookeeper::start_for_tests()?;
+        let (name, value) = zookeeper.env();
         let mut test = cargo();
-        test.args(["test", "--workspace"]);
-        step("test", &mut test)?;
+        test.args(["test", "--workspace"]).env(name, value);
+        let outcome = step("test", &mut test);
+        drop(zookeeper);
+        outcome?;
     }
 
     if loom {

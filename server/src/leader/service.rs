@@ -1,0 +1,383 @@
+//! `LeaderService` (the functions worker's `LeaderService` on Pulsar's `LeaderElectionImpl`):
+//! leader election by an ephemeral node created with compare-and-set, with the callbacks on a
+//! dedicated `leader-service` thread.
+//!
+//! Election: create the election node as an ephemeral with [`ExpectedVersion::Absent`]; whoever
+//! succeeds leads, everyone else follows and waits for the node's deletion. Every step runs on
+//! the service's executor: the store's notification thread only queues work there, so the
+//! callbacks never run on it, and they run in the order the transitions happened.
+//!
+//! | trigger (queued from the store's thread) | step on `leader-service` |
+//! |---|---|
+//! | `start` | elect |
+//! | election node `Deleted` | stop leading if it was ours, then elect |
+//! | `SessionReestablished`, `Reconnected` | elect |
+//! | `SessionLost` | stop leading, unless the node is held by the store's current session |
+
+use crate::leader::error::LeaderServiceError;
+use crate::metadata::{
+    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent,
+};
+use crate::threads::ComponentThreads;
+use crate::user_code::call_user;
+use parking_lot::Mutex;
+use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How long `close` waits for a running election step or callback.
+const CLOSE_AWAIT: Duration = Duration::from_secs(10);
+
+/// Hears when this service gains and loses leadership.
+///
+/// Both run on the service's `leader-service` thread, in the order the transitions happened,
+/// never on the metadata store's thread and never under a lock of the service; they may call
+/// the service (but `close` from a callback does not wait for the callback itself). A panic is
+/// caught and logged. `close` calls neither.
+pub trait LeadershipListener: Send + Sync + 'static {
+    /// This service now leads.
+    fn became_active(&self);
+    /// This service no longer leads (its node is gone: deleted, or its session was lost).
+    fn became_inactive(&self);
+}
+
+/// Leader election on the metadata store (the functions worker's `LeaderService`).
+///
+/// Each candidate runs one service, normally on its own store (its own session). Clones share
+/// one service. [`close`](Self::close) stops the executor and releases leadership (deletes the
+/// node if this service holds it), so a follower takes over.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_server::leader::{LeaderService, LeadershipListener};
+/// use pulsar_server::metadata::MetadataStore;
+///
+/// struct Log;
+/// impl LeadershipListener for Log {
+///     fn became_active(&self) { println!("leading"); }
+///     fn became_inactive(&self) { println!("following"); }
+/// }
+///
+/// let store_a = MetadataStore::open("memory:leader-doc").unwrap();
+/// let store_b = MetadataStore::open("memory:leader-doc").unwrap();
+/// let a = LeaderService::start(store_a.clone(), "/leader", "worker-a", Log).unwrap();
+/// let b = LeaderService::start(store_b.clone(), "/leader", "worker-b", Log).unwrap();
+/// assert!(a.is_leader() && !b.is_leader());
+/// assert_eq!(b.current_leader().unwrap().as_deref(), Some("worker-a"));
+/// a.close();
+/// b.close();
+/// store_a.close();
+/// store_b.close();
+/// ```
+#[derive(Clone)]
+pub struct LeaderService {
+    inner: Arc<LeaderInner>,
+}
+
+struct LeaderState {
+    leading: bool,
+    closed: bool,
+    /// The store listeners to remove on close.
+    registrations: Vec<ListenerId>,
+}
+
+struct LeaderInner {
+    store: MetadataStore,
+    path: String,
+    candidate: String,
+    listener: Box<dyn LeadershipListener>,
+    /// `leader-service`: every election step and every callback runs here.
+    executor: SingleThreadExecutor,
+    threads: ComponentThreads,
+    state: Mutex<LeaderState>,
+}
+
+impl LeaderService {
+    /// Joins the election at `election_path` as `candidate_id` and runs the first election
+    /// round on the `leader-service` thread before returning, so [`is_leader`](Self::is_leader)
+    /// is settled (and `became_active` has run, if this candidate won).
+    ///
+    /// # Errors
+    ///
+    /// [`LeaderServiceError::Store`] for an invalid path or a closed store.
+    pub fn start(
+        store: MetadataStore,
+        election_path: &str,
+        candidate_id: &str,
+        listener: impl LeadershipListener,
+    ) -> Result<Self, LeaderServiceError> {
+        // Validates the path and that the store is open.
+        store.exists(election_path)?;
+        let threads = ComponentThreads::new();
+        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
+            threads.factory("leader-service"),
+            false,
+        );
+        let inner = Arc::new(LeaderInner {
+            store: store.clone(),
+            path: election_path.to_owned(),
+            candidate: candidate_id.to_owned(),
+            listener: Box::new(listener),
+            executor,
+            threads,
+            state: Mutex::new(LeaderState {
+                leading: false,
+                closed: false,
+                registrations: Vec::new(),
+            }),
+        });
+        let weak = Arc::downgrade(&inner);
+        let notifications = store.register_listener(move |notification: &Notification| {
+            if let Some(inner) = weak.upgrade() {
+                if notification.path == inner.path && notification.kind == NotificationType::Deleted
+                {
+                    inner.queue(LeaderInner::node_deleted);
+                }
+            }
+        })?;
+        inner.state.lock().registrations.push(notifications);
+        let weak = Arc::downgrade(&inner);
+        let sessions = store.register_session_listener(move |event| {
+            if let Some(inner) = weak.upgrade() {
+                match event {
+                    SessionEvent::SessionLost => inner.queue(LeaderInner::session_lost),
+                    SessionEvent::SessionReestablished | SessionEvent::Reconnected => {
+                        inner.queue(LeaderInner::elect)
+                    }
+                    SessionEvent::ConnectionLost => {}
+                }
+            }
+        })?;
+        inner.state.lock().registrations.push(sessions);
+        let service = Self { inner };
+        let weak = Arc::downgrade(&service.inner);
+        let first_round = service.inner.executor.submit(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.elect();
+            }
+        });
+        match first_round {
+            Ok(handle) => {
+                let _ = handle.join();
+            }
+            Err(_) => return Err(LeaderServiceError::Closed),
+        }
+        Ok(service)
+    }
+
+    /// Whether this service leads now.
+    pub fn is_leader(&self) -> bool {
+        self.inner.state.lock().leading
+    }
+
+    /// The id this service runs as.
+    pub fn candidate_id(&self) -> &str {
+        &self.inner.candidate
+    }
+
+    /// The election path.
+    pub fn election_path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// The id of the current leader, as the election node names it; `None` when no one leads.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaderServiceError::Closed`]; [`LeaderServiceError::Store`].
+    pub fn current_leader(&self) -> Result<Option<String>, LeaderServiceError> {
+        if self.is_closed() {
+            return Err(LeaderServiceError::Closed);
+        }
+        Ok(self
+            .inner
+            .store
+            .get(&self.inner.path)?
+            .map(|read| String::from_utf8_lossy(&read.value).into_owned()))
+    }
+
+    /// Closes the service: its store listeners are removed, the executor is shut down with
+    /// `shutdown_now` (queued steps are dropped) and awaited up to 10 s, then leadership is
+    /// released (the node deleted if this service holds it). Neither callback runs. Idempotent.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Whether [`close`](Self::close) has been called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.state.lock().closed
+    }
+
+    /// The service's executor thread (`leader-service`).
+    pub fn threads(&self) -> ComponentThreads {
+        self.inner.threads.clone()
+    }
+}
+
+impl LeaderInner {
+    /// Queues `step` on the executor (refused quietly after close).
+    fn queue(self: &Arc<Self>, step: fn(&Self)) {
+        let weak: Weak<Self> = Arc::downgrade(self);
+        let _ = self.executor.execute(move || {
+            if let Some(inner) = weak.upgrade() {
+                step(&inner);
+            }
+        });
+    }
+
+    /// One election round. Runs on `leader-service`.
+    fn elect(&self) {
+        loop {
+            if self.state.lock().closed {
+                return;
+            }
+            match self.store.put_ephemeral(
+                &self.path,
+                self.candidate.as_bytes(),
+                ExpectedVersion::Absent,
+            ) {
+                Ok(_) => return self.transition(true),
+                Err(MetadataStoreError::BadVersion { .. }) => match self.store.get(&self.path) {
+                    Ok(Some(read)) => {
+                        let ours =
+                            read.stat.created_by_self && read.value == self.candidate.as_bytes();
+                        return self.transition(ours);
+                    }
+                    // The leader just left: try again.
+                    Ok(None) => continue,
+                    Err(error) => return self.election_failed(&error),
+                },
+                Err(error) => return self.election_failed(&error),
+            }
+        }
+    }
+
+    /// The election node is gone: if it was ours, leadership is lost first (the listener
+    /// hears `became_inactive` before any new round can make it leader again); then elect.
+    /// Runs on `leader-service`.
+    fn node_deleted(&self) {
+        self.transition(false);
+        self.elect();
+    }
+
+    fn election_failed(&self, error: &MetadataStoreError) {
+        if *error != MetadataStoreError::AlreadyClosed {
+            // A session event or the node's deletion starts the next round.
+            tracing::warn!(path = %self.path, candidate = %self.candidate, %error, "leader election round failed");
+        }
+    }
+
+    /// A session of the store ended, and a node it held went with it. The event can arrive
+    /// after this service already won again with the store's next session (the deletion of
+    /// the old node may be heard first), so leadership is checked, not assumed lost. Runs on
+    /// `leader-service`.
+    fn session_lost(&self) {
+        let still_ours = matches!(
+            self.store.get(&self.path),
+            Ok(Some(read)) if read.stat.created_by_self && read.value == self.candidate.as_bytes()
+        );
+        if !still_ours {
+            self.transition(false);
+        }
+    }
+
+    /// Records the outcome and runs the callback if leadership changed; no lock is held while
+    /// the callback runs. Runs on `leader-service`.
+    fn transition(&self, leading: bool) {
+        let changed = {
+            let mut state = self.state.lock();
+            if state.closed {
+                return;
+            }
+            let changed = state.leading != leading;
+            state.leading = leading;
+            changed
+        };
+        if !changed {
+            return;
+        }
+        if leading {
+            tracing::info!(path = %self.path, candidate = %self.candidate, "became leader");
+            call_user("became_active", || self.listener.became_active());
+        } else {
+            tracing::info!(path = %self.path, candidate = %self.candidate, "lost leadership");
+            call_user("became_inactive", || self.listener.became_inactive());
+        }
+    }
+
+    fn close(&self) {
+        let (registrations, was_leading) = {
+            let mut state = self.state.lock();
+            if state.closed {
+                return;
+            }
+            state.closed = true;
+            (
+                std::mem::take(&mut state.registrations),
+                std::mem::take(&mut state.leading),
+            )
+        };
+        for id in registrations {
+            self.store.unregister_listener(id);
+        }
+        drop(self.executor.shutdown_now());
+        if !self.executor.await_termination(CLOSE_AWAIT) {
+            tracing::warn!(executor = %self.executor.name(), "a leadership callback is still running 10 s after close");
+        }
+        // Also when not leading: a round that raced with close may have created the node.
+        self.release_leadership();
+        if was_leading {
+            tracing::info!(path = %self.path, candidate = %self.candidate, "leadership released");
+        }
+        tracing::info!(path = %self.path, candidate = %self.candidate, "leader service closed");
+    }
+
+    /// Deletes the election node if this service's session holds it.
+    fn release_leadership(&self) {
+        match self.store.get(&self.path) {
+            Ok(Some(read))
+                if read.stat.created_by_self && read.value == self.candidate.as_bytes() =>
+            {
+                if let Err(error) = self
+                    .store
+                    .delete(&self.path, ExpectedVersion::Exactly(read.stat.version))
+                {
+                    tracing::warn!(path = %self.path, %error, "could not release leadership; it goes with the session");
+                }
+            }
+            Ok(_) | Err(MetadataStoreError::AlreadyClosed) => {}
+            Err(error) => {
+                tracing::warn!(path = %self.path, %error, "could not release leadership; it goes with the session")
+            }
+        }
+    }
+}
+
+impl Drop for LeaderInner {
+    fn drop(&mut self) {
+        // Dropped without close: the executor's own drop reports it. The store must not keep
+        // calling dead listeners.
+        for id in std::mem::take(&mut self.state.get_mut().registrations) {
+            self.store.unregister_listener(id);
+        }
+    }
+}
+
+impl fmt::Debug for LeaderService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (leading, closed) = {
+            let state = self.inner.state.lock();
+            (state.leading, state.closed)
+        };
+        f.debug_struct("LeaderService")
+            .field("path", &self.inner.path)
+            .field("candidate", &self.inner.candidate)
+            .field("leading", &leading)
+            .field("closed", &closed)
+            .field("executor", &self.inner.executor)
+            .finish()
+    }
+}

@@ -1,0 +1,215 @@
+//! `Dispatcher`: the store's listeners and the ordered queue of events it delivers to them on its
+//! own `metadata-store` executor.
+//!
+//! Providers [`enqueue`](Dispatcher::enqueue) events in the order the changes happened (the
+//! memory provider does so under its tree lock, which is what orders them; the queue lock is
+//! always taken after it, never before). [`schedule`](Dispatcher::schedule) then hands one drain
+//! task to the executor; the drain pops one event at a time and calls the listeners with no lock
+//! held. So listeners run in order, on the store's thread, never on a caller's thread and never
+//! under a store lock.
+
+use crate::metadata::types::{ListenerId, Notification, SessionEvent};
+use crate::user_code::call_user;
+use parking_lot::Mutex;
+use pulsar_common::executors::SingleThreadExecutor;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How long `close` waits for the executor to finish the running listener.
+pub(crate) const CLOSE_AWAIT: Duration = Duration::from_secs(10);
+
+/// A change delivered to the store's listeners.
+#[derive(Debug, Clone)]
+pub(crate) enum StoreEvent {
+    /// A node changed.
+    Node(Notification),
+    /// The session changed state.
+    Session(SessionEvent),
+}
+
+type NotificationListener = Arc<dyn Fn(&Notification) + Send + Sync>;
+type SessionListener = Arc<dyn Fn(SessionEvent) + Send + Sync>;
+
+/// The registered listeners; each list is replaced whole on change, so a delivery takes a
+/// snapshot with one `Arc` clone.
+struct Listeners {
+    next_id: u64,
+    notification: Arc<[(ListenerId, NotificationListener)]>,
+    session: Arc<[(ListenerId, SessionListener)]>,
+}
+
+/// Queues the store's events and delivers them on its executor.
+pub(crate) struct Dispatcher {
+    /// The store's `metadata-store` executor; only this struct holds it, so dropping the store
+    /// without closing it drops the executor (which then warns).
+    executor: SingleThreadExecutor,
+    /// Events not yet delivered, oldest first. Lock order: a provider's own lock, then this.
+    pending: Mutex<VecDeque<StoreEvent>>,
+    /// Set while a drain task is queued and has not started popping; saves one task per event.
+    drain_scheduled: AtomicBool,
+    listeners: Mutex<Listeners>,
+}
+
+impl Dispatcher {
+    pub(crate) fn new(executor: SingleThreadExecutor) -> Arc<Self> {
+        Arc::new(Self {
+            executor,
+            pending: Mutex::new(VecDeque::new()),
+            drain_scheduled: AtomicBool::new(false),
+            listeners: Mutex::new(Listeners {
+                next_id: 1,
+                notification: Arc::from(Vec::new()),
+                session: Arc::from(Vec::new()),
+            }),
+        })
+    }
+
+    /// Appends events to the queue, in order. Takes only the queue lock and calls nothing, so
+    /// a provider may call it under its own lock to fix the order.
+    pub(crate) fn enqueue(&self, events: impl IntoIterator<Item = StoreEvent>) {
+        self.pending.lock().extend(events);
+    }
+
+    /// Makes sure a drain task will deliver what is queued. After close the executor refuses
+    /// the task and queued events are never delivered.
+    pub(crate) fn schedule(self: &Arc<Self>) {
+        // AcqRel: the drain's `store(false)` happens before its pops, so an event queued before
+        // this swap saw `true` is popped by that drain.
+        if self.drain_scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let dispatcher: Weak<Self> = Arc::downgrade(self);
+        let accepted = self.executor.execute(move || {
+            if let Some(dispatcher) = dispatcher.upgrade() {
+                dispatcher.drain();
+            }
+        });
+        if accepted.is_err() {
+            // Closed: nothing will be delivered any more.
+            self.pending.lock().clear();
+        }
+    }
+
+    /// Queues `events` and schedules their delivery.
+    pub(crate) fn publish(self: &Arc<Self>, events: impl IntoIterator<Item = StoreEvent>) {
+        self.enqueue(events);
+        self.schedule();
+    }
+
+    /// Delivers queued events one at a time, with no lock held while listeners run.
+    fn drain(&self) {
+        self.drain_scheduled.store(false, Ordering::Release);
+        loop {
+            let Some(event) = self.pending.lock().pop_front() else {
+                return;
+            };
+            match event {
+                StoreEvent::Node(notification) => {
+                    let listeners = Arc::clone(&self.listeners.lock().notification);
+                    for (_, listener) in listeners.iter() {
+                        call_user("metadata store listener", || listener(&notification));
+                    }
+                }
+                StoreEvent::Session(session_event) => {
+                    let listeners = Arc::clone(&self.listeners.lock().session);
+                    for (_, listener) in listeners.iter() {
+                        call_user("metadata store session listener", || {
+                            listener(session_event)
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn add_notification_listener(&self, listener: NotificationListener) -> ListenerId {
+        let mut listeners = self.listeners.lock();
+        let id = ListenerId(listeners.next_id);
+        listeners.next_id += 1;
+        let mut list = listeners.notification.to_vec();
+        list.push((id, listener));
+        listeners.notification = Arc::from(list);
+        id
+    }
+
+    pub(crate) fn add_session_listener(&self, listener: SessionListener) -> ListenerId {
+        let mut listeners = self.listeners.lock();
+        let id = ListenerId(listeners.next_id);
+        listeners.next_id += 1;
+        let mut list = listeners.session.to_vec();
+        list.push((id, listener));
+        listeners.session = Arc::from(list);
+        id
+    }
+
+    /// Removes a listener of either kind; `false` if `id` was not registered. The removed
+    /// closure is dropped after the lock is released (its `Drop` is user code).
+    pub(crate) fn remove_listener(&self, id: ListenerId) -> bool {
+        let removed_notification;
+        let removed_session;
+        {
+            let mut listeners = self.listeners.lock();
+            let (keep, removed): (Vec<_>, Vec<_>) = listeners
+                .notification
+                .iter()
+                .cloned()
+                .partition(|(listener_id, _)| *listener_id != id);
+            removed_notification = removed;
+            if !removed_notification.is_empty() {
+                listeners.notification = Arc::from(keep);
+            }
+            let (keep, removed): (Vec<_>, Vec<_>) = listeners
+                .session
+                .iter()
+                .cloned()
+                .partition(|(listener_id, _)| *listener_id != id);
+            removed_session = removed;
+            if !removed_session.is_empty() {
+                listeners.session = Arc::from(keep);
+            }
+        }
+        !removed_notification.is_empty() || !removed_session.is_empty()
+    }
+
+    /// Stops delivering: `shutdown_now` (queued deliveries are dropped), then waits up to 10 s
+    /// for the listener running now. Called from a listener it returns at once.
+    pub(crate) fn shutdown(&self) {
+        let dropped = self.executor.shutdown_now();
+        drop(dropped);
+        if !self.executor.await_termination(CLOSE_AWAIT) {
+            tracing::warn!(
+                executor = %self.executor.name(),
+                "a metadata store listener is still running 10 s after close"
+            );
+        }
+        self.pending.lock().clear();
+        // The listeners are dropped outside the lock: their `Drop` is user code.
+        let (notification, session) = {
+            let mut listeners = self.listeners.lock();
+            (
+                std::mem::replace(&mut listeners.notification, Arc::from(Vec::new())),
+                std::mem::replace(&mut listeners.session, Arc::from(Vec::new())),
+            )
+        };
+        drop((notification, session));
+    }
+}
+
+impl fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pending = self.pending.lock().len();
+        let (notification_listeners, session_listeners) = {
+            let listeners = self.listeners.lock();
+            (listeners.notification.len(), listeners.session.len())
+        };
+        f.debug_struct("Dispatcher")
+            .field("executor", &self.executor)
+            .field("pending", &pending)
+            .field("notification_listeners", &notification_listeners)
+            .field("session_listeners", &session_listeners)
+            .finish()
+    }
+}

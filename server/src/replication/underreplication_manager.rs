@@ -1,0 +1,632 @@
+//! `UnderreplicationManager` (Pulsar's `PulsarLedgerUnderreplicationManager`): under-replicated
+//! ledgers, their re-replication locks, the replication switch and its callbacks.
+//!
+//! Layout under the ledgers root (BookKeeper's, with a flat ledger directory):
+//!
+//! | node | meaning |
+//! |---|---|
+//! | `<root>/underreplication/ledgers/urL<id>` | ledger `<id>` is under-replicated; value: missing replicas, one per line |
+//! | `<root>/underreplication/locks/urL<id>` | a worker re-replicates `<id>` (ephemeral) |
+//! | `<root>/underreplication/disable` | present: replication is disabled |
+//! | `<root>/underreplication/lostBookieRecoveryDelay` | the delay in seconds |
+//!
+//! Callbacks: each registered callback runs exactly once, on the `underreplication-notification`
+//! thread, never on the store's notification thread and never under the manager's lock. Whoever
+//! takes a callback out of the pending list (under the lock) queues it; the list is emptied in
+//! one step, so a callback cannot be taken twice.
+
+use crate::metadata::path;
+use crate::metadata::{
+    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent,
+};
+use crate::replication::error::ReplicationError;
+use crate::threads::ComponentThreads;
+use crate::user_code::call_user;
+use parking_lot::Mutex;
+use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long `close` waits for a running callback.
+const CLOSE_AWAIT: Duration = Duration::from_secs(10);
+
+/// The prefix of ledger nodes and lock nodes.
+const LEDGER_PREFIX: &str = "urL";
+
+type Callback = Box<dyn FnOnce() + Send + 'static>;
+
+/// Under-replicated ledgers and the replication switch on the metadata store (Pulsar's
+/// `PulsarLedgerUnderreplicationManager`).
+///
+/// Clones share one manager. [`close`](Self::close) shuts the executor down first (queued
+/// callbacks are dropped unrun, as are pending ones), then releases the ledger locks this
+/// manager holds.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_server::metadata::MetadataStore;
+/// use pulsar_server::replication::UnderreplicationManager;
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+///
+/// let store = MetadataStore::open("memory:underreplication-doc").unwrap();
+/// let manager = UnderreplicationManager::new(store.clone(), "/ledgers").unwrap();
+/// manager.mark_ledger_underreplicated(7, "bookie-1:3181").unwrap();
+/// assert_eq!(manager.list_underreplicated_ledgers().unwrap(), [7]);
+///
+/// manager.disable_ledger_replication().unwrap();
+/// let (enabled, heard) = mpsc::channel();
+/// manager
+///     .notify_ledger_replication_enabled(move || enabled.send(()).unwrap())
+///     .unwrap();
+/// manager.enable_ledger_replication().unwrap();
+/// heard.recv_timeout(Duration::from_secs(10)).unwrap();
+///
+/// manager.close();
+/// store.close();
+/// ```
+#[derive(Clone)]
+pub struct UnderreplicationManager {
+    inner: Arc<ManagerInner>,
+}
+
+struct ManagerState {
+    closed: bool,
+    /// The store listeners to remove on close.
+    registrations: Vec<ListenerId>,
+    /// Waiting for replication to be enabled.
+    enabled_callbacks: Vec<Callback>,
+    /// Waiting for the next change of the lost-bookie recovery delay.
+    delay_callbacks: Vec<Callback>,
+    /// Ledgers whose lock node this manager created.
+    held_locks: BTreeSet<u64>,
+}
+
+struct ManagerInner {
+    store: MetadataStore,
+    ledgers_dir: String,
+    locks_dir: String,
+    disable_path: String,
+    delay_path: String,
+    /// `underreplication-notification`: every callback runs here.
+    executor: SingleThreadExecutor,
+    threads: ComponentThreads,
+    state: Mutex<ManagerState>,
+}
+
+impl UnderreplicationManager {
+    /// A manager for the ledgers under `ledgers_root` (BookKeeper's `zkLedgersRootPath`, e.g.
+    /// `/ledgers`).
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Store`] for an invalid root or a closed store.
+    pub fn new(store: MetadataStore, ledgers_root: &str) -> Result<Self, ReplicationError> {
+        path::validate(ledgers_root)?;
+        let base = if ledgers_root == "/" {
+            "/underreplication".to_owned()
+        } else {
+            format!("{ledgers_root}/underreplication")
+        };
+        let threads = ComponentThreads::new();
+        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
+            threads.factory("underreplication-notification"),
+            false,
+        );
+        let inner = Arc::new(ManagerInner {
+            store: store.clone(),
+            ledgers_dir: format!("{base}/ledgers"),
+            locks_dir: format!("{base}/locks"),
+            disable_path: format!("{base}/disable"),
+            delay_path: format!("{base}/lostBookieRecoveryDelay"),
+            executor,
+            threads,
+            state: Mutex::new(ManagerState {
+                closed: false,
+                registrations: Vec::new(),
+                enabled_callbacks: Vec::new(),
+                delay_callbacks: Vec::new(),
+                held_locks: BTreeSet::new(),
+            }),
+        });
+        let manager = Self { inner };
+        if let Err(error) = manager.inner.listen() {
+            manager.close();
+            return Err(error);
+        }
+        Ok(manager)
+    }
+
+    fn check_open(&self) -> Result<(), ReplicationError> {
+        if self.inner.state.lock().closed {
+            Err(ReplicationError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Marks ledger `ledger_id` under-replicated, missing `missing_replica` (added to the
+    /// replicas already recorded missing).
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn mark_ledger_underreplicated(
+        &self,
+        ledger_id: u64,
+        missing_replica: &str,
+    ) -> Result<(), ReplicationError> {
+        self.check_open()?;
+        let node = self.inner.ledger_path(ledger_id);
+        loop {
+            let outcome = match self.inner.store.get(&node)? {
+                None => {
+                    self.inner
+                        .store
+                        .put(&node, missing_replica.as_bytes(), ExpectedVersion::Absent)
+                }
+                Some(read) => {
+                    let mut replicas = parse_replicas(&read.value);
+                    if replicas.iter().any(|replica| replica == missing_replica) {
+                        return Ok(());
+                    }
+                    replicas.push(missing_replica.to_owned());
+                    self.inner.store.put(
+                        &node,
+                        replicas.join("\n").as_bytes(),
+                        ExpectedVersion::Exactly(read.stat.version),
+                    )
+                }
+            };
+            match outcome {
+                Ok(_) => return Ok(()),
+                // Someone else changed it meanwhile: read again.
+                Err(MetadataStoreError::BadVersion { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// Marks ledger `ledger_id` fully replicated: its node goes, and its lock if this manager
+    /// holds it. Marking a ledger that is not under-replicated does nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn mark_ledger_replicated(&self, ledger_id: u64) -> Result<(), ReplicationError> {
+        self.check_open()?;
+        match self
+            .inner
+            .store
+            .delete(&self.inner.ledger_path(ledger_id), ExpectedVersion::Any)
+        {
+            Ok(()) | Err(MetadataStoreError::NotFound { .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
+        self.release_underreplicated_ledger(ledger_id)
+    }
+
+    /// Whether ledger `ledger_id` is marked under-replicated.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn is_ledger_underreplicated(&self, ledger_id: u64) -> Result<bool, ReplicationError> {
+        self.check_open()?;
+        Ok(self
+            .inner
+            .store
+            .exists(&self.inner.ledger_path(ledger_id))?)
+    }
+
+    /// The replicas recorded missing for ledger `ledger_id` (empty if it is not marked).
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn missing_replicas(&self, ledger_id: u64) -> Result<Vec<String>, ReplicationError> {
+        self.check_open()?;
+        Ok(self
+            .inner
+            .store
+            .get(&self.inner.ledger_path(ledger_id))?
+            .map(|read| parse_replicas(&read.value))
+            .unwrap_or_default())
+    }
+
+    /// The under-replicated ledgers, in ascending order.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn list_underreplicated_ledgers(&self) -> Result<Vec<u64>, ReplicationError> {
+        self.check_open()?;
+        let mut ledgers: Vec<u64> = self
+            .inner
+            .store
+            .children(&self.inner.ledgers_dir)?
+            .iter()
+            .filter_map(|name| parse_ledger_name(name))
+            .collect();
+        ledgers.sort_unstable();
+        Ok(ledgers)
+    }
+
+    /// Takes the re-replication lock of an under-replicated ledger no one else holds, and
+    /// returns that ledger (BookKeeper's `pollLedgerToRereplicate`); `None` when replication is
+    /// disabled or every marked ledger is locked.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn poll_ledger_to_rereplicate(&self) -> Result<Option<u64>, ReplicationError> {
+        if !self.is_ledger_replication_enabled()? {
+            return Ok(None);
+        }
+        for ledger_id in self.list_underreplicated_ledgers()? {
+            if self.inner.state.lock().held_locks.contains(&ledger_id) {
+                continue;
+            }
+            let lock = self.inner.lock_path(ledger_id);
+            match self
+                .inner
+                .store
+                .put_ephemeral(&lock, b"", ExpectedVersion::Absent)
+            {
+                Ok(_) => {
+                    let mut state = self.inner.state.lock();
+                    if state.closed {
+                        drop(state);
+                        let _ = self.inner.store.delete(&lock, ExpectedVersion::Any);
+                        return Err(ReplicationError::Closed);
+                    }
+                    state.held_locks.insert(ledger_id);
+                    return Ok(Some(ledger_id));
+                }
+                Err(MetadataStoreError::BadVersion { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Releases the re-replication lock of ledger `ledger_id` if this manager holds it.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn release_underreplicated_ledger(&self, ledger_id: u64) -> Result<(), ReplicationError> {
+        let held = {
+            let mut state = self.inner.state.lock();
+            if state.closed {
+                return Err(ReplicationError::Closed);
+            }
+            state.held_locks.remove(&ledger_id)
+        };
+        if held {
+            self.inner.release_lock(ledger_id)?;
+        }
+        Ok(())
+    }
+
+    /// The ledgers whose re-replication lock this manager holds, ascending.
+    pub fn held_locks(&self) -> Vec<u64> {
+        self.inner.state.lock().held_locks.iter().copied().collect()
+    }
+
+    /// Disables re-replication (idempotent).
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn disable_ledger_replication(&self) -> Result<(), ReplicationError> {
+        self.check_open()?;
+        match self
+            .inner
+            .store
+            .put(&self.inner.disable_path, b"", ExpectedVersion::Absent)
+        {
+            Ok(_) | Err(MetadataStoreError::BadVersion { .. }) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Enables re-replication (idempotent); the "replication enabled" callbacks of every
+    /// manager on this store's backend fire.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn enable_ledger_replication(&self) -> Result<(), ReplicationError> {
+        self.check_open()?;
+        match self
+            .inner
+            .store
+            .delete(&self.inner.disable_path, ExpectedVersion::Any)
+        {
+            Ok(()) | Err(MetadataStoreError::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Whether re-replication is enabled.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn is_ledger_replication_enabled(&self) -> Result<bool, ReplicationError> {
+        self.check_open()?;
+        Ok(!self.inner.store.exists(&self.inner.disable_path)?)
+    }
+
+    /// Runs `callback` once replication is enabled: at once (on the notification thread) if
+    /// it is enabled now, else when it is next enabled. Each callback runs exactly once, on
+    /// the `underreplication-notification` thread, outside any lock of the manager.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`] (the callback is dropped unrun);
+    /// [`ReplicationError::Store`] when the current state could not be read (the callback stays
+    /// registered and fires on the next enable).
+    pub fn notify_ledger_replication_enabled(
+        &self,
+        callback: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ReplicationError> {
+        {
+            let mut state = self.inner.state.lock();
+            if state.closed {
+                drop(state);
+                drop(callback);
+                return Err(ReplicationError::Closed);
+            }
+            state.enabled_callbacks.push(Box::new(callback));
+        }
+        // Checked after registering: an enable racing this call is seen by one side or both,
+        // and whichever takes the callbacks first runs them.
+        if !self.inner.store.exists(&self.inner.disable_path)? {
+            self.inner.run_enabled_callbacks();
+        }
+        Ok(())
+    }
+
+    /// Sets the lost-bookie recovery delay; the "delay changed" callbacks of every manager on
+    /// this store's backend fire.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    pub fn set_lost_bookie_recovery_delay(&self, seconds: u32) -> Result<(), ReplicationError> {
+        self.check_open()?;
+        self.inner.store.put(
+            &self.inner.delay_path,
+            seconds.to_string().as_bytes(),
+            ExpectedVersion::Any,
+        )?;
+        Ok(())
+    }
+
+    /// The lost-bookie recovery delay in seconds (0 when never set).
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Corrupt`]; [`ReplicationError::Store`].
+    pub fn lost_bookie_recovery_delay(&self) -> Result<u32, ReplicationError> {
+        self.check_open()?;
+        let Some(read) = self.inner.store.get(&self.inner.delay_path)? else {
+            return Ok(0);
+        };
+        std::str::from_utf8(&read.value)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .ok_or_else(|| ReplicationError::Corrupt {
+                path: self.inner.delay_path.clone(),
+                reason: "not a number of seconds".to_owned(),
+            })
+    }
+
+    /// Runs `callback` once, at the next change of the lost-bookie recovery delay, on the
+    /// `underreplication-notification` thread, outside any lock of the manager.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplicationError::Closed`] (the callback is dropped unrun).
+    pub fn notify_lost_bookie_recovery_delay_changed(
+        &self,
+        callback: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ReplicationError> {
+        let mut state = self.inner.state.lock();
+        if state.closed {
+            drop(state);
+            drop(callback);
+            return Err(ReplicationError::Closed);
+        }
+        state.delay_callbacks.push(Box::new(callback));
+        Ok(())
+    }
+
+    /// Closes the manager: its store listeners are removed; the executor is shut down with
+    /// `shutdown_now` (callbacks queued on it are dropped unrun) and awaited up to 10 s
+    /// (returning at once when called from a callback); then the ledger locks it holds are
+    /// released; pending callbacks are dropped unrun. Idempotent.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Whether [`close`](Self::close) has been called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.state.lock().closed
+    }
+
+    /// The manager's executor thread (`underreplication-notification`).
+    pub fn threads(&self) -> ComponentThreads {
+        self.inner.threads.clone()
+    }
+}
+
+impl ManagerInner {
+    fn ledger_path(&self, ledger_id: u64) -> String {
+        format!("{}/{LEDGER_PREFIX}{ledger_id:020}", self.ledgers_dir)
+    }
+
+    fn lock_path(&self, ledger_id: u64) -> String {
+        format!("{}/{LEDGER_PREFIX}{ledger_id:020}", self.locks_dir)
+    }
+
+    /// Registers the store listeners that hand callbacks to the executor.
+    fn listen(self: &Arc<Self>) -> Result<(), ReplicationError> {
+        let weak = Arc::downgrade(self);
+        let notifications = self
+            .store
+            .register_listener(move |notification: &Notification| {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                if notification.path == inner.disable_path
+                    && notification.kind == NotificationType::Deleted
+                {
+                    inner.run_enabled_callbacks();
+                } else if notification.path == inner.delay_path
+                    && notification.kind != NotificationType::ChildrenChanged
+                {
+                    inner.run_delay_callbacks();
+                }
+            })?;
+        let weak = Arc::downgrade(self);
+        let sessions = self.store.register_session_listener(move |event| {
+            if event != SessionEvent::SessionReestablished {
+                return;
+            }
+            if let Some(inner) = weak.upgrade() {
+                // An enable during the session loss went unnoticed: look again, off the store's
+                // thread.
+                let weak = Arc::downgrade(&inner);
+                let _ = inner.executor.execute(move || {
+                    if let Some(inner) = weak.upgrade() {
+                        if inner.store.exists(&inner.disable_path) == Ok(false) {
+                            inner.run_enabled_callbacks();
+                        }
+                    }
+                });
+            }
+        })?;
+        self.state
+            .lock()
+            .registrations
+            .extend([notifications, sessions]);
+        Ok(())
+    }
+
+    /// Takes every pending "replication enabled" callback and queues each on the executor.
+    fn run_enabled_callbacks(&self) {
+        let callbacks = std::mem::take(&mut self.state.lock().enabled_callbacks);
+        self.queue_callbacks(callbacks, "replication enabled callback");
+    }
+
+    /// Takes every pending "delay changed" callback and queues each on the executor.
+    fn run_delay_callbacks(&self) {
+        let callbacks = std::mem::take(&mut self.state.lock().delay_callbacks);
+        self.queue_callbacks(callbacks, "lost bookie recovery delay callback");
+    }
+
+    /// Queues each callback as its own task; after close the executor refuses them and they
+    /// are dropped unrun (here, outside any lock).
+    fn queue_callbacks(&self, callbacks: Vec<Callback>, what: &'static str) {
+        for callback in callbacks {
+            let refused = self.executor.execute(move || {
+                call_user(what, callback);
+            });
+            drop(refused);
+        }
+    }
+
+    fn release_lock(&self, ledger_id: u64) -> Result<(), ReplicationError> {
+        match self
+            .store
+            .delete(&self.lock_path(ledger_id), ExpectedVersion::Any)
+        {
+            Ok(()) | Err(MetadataStoreError::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn close(&self) {
+        let (registrations, pending, locks) = {
+            let mut state = self.state.lock();
+            if state.closed {
+                return;
+            }
+            state.closed = true;
+            let pending = (
+                std::mem::take(&mut state.enabled_callbacks),
+                std::mem::take(&mut state.delay_callbacks),
+            );
+            (
+                std::mem::take(&mut state.registrations),
+                pending,
+                std::mem::take(&mut state.held_locks),
+            )
+        };
+        for id in registrations {
+            self.store.unregister_listener(id);
+        }
+        // First the executor: no callback runs after this returns (but the one running now,
+        // when called from another thread, which is waited for).
+        drop(self.executor.shutdown_now());
+        if !self.executor.await_termination(CLOSE_AWAIT) {
+            tracing::warn!(executor = %self.executor.name(), "a replication callback is still running 10 s after close");
+        }
+        // Then the locks.
+        for ledger_id in locks {
+            match self.release_lock(ledger_id) {
+                Ok(()) | Err(ReplicationError::Store(MetadataStoreError::AlreadyClosed)) => {}
+                Err(error) => {
+                    tracing::warn!(ledger_id, %error, "could not release a re-replication lock; it goes with the session")
+                }
+            }
+        }
+        // Pending callbacks are dropped unrun, outside the lock (their `Drop` is user code).
+        drop(pending);
+        tracing::info!(ledgers = %self.ledgers_dir, "under-replication manager closed");
+    }
+}
+
+impl Drop for ManagerInner {
+    fn drop(&mut self) {
+        // Dropped without close: the executor's own drop reports it. The store must not keep
+        // calling dead listeners.
+        for id in std::mem::take(&mut self.state.get_mut().registrations) {
+            self.store.unregister_listener(id);
+        }
+    }
+}
+
+/// `urL<digits>` to the ledger id.
+fn parse_ledger_name(name: &str) -> Option<u64> {
+    name.strip_prefix(LEDGER_PREFIX)?.parse().ok()
+}
+
+/// The missing replicas, one per line.
+fn parse_replicas(value: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(value)
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl fmt::Debug for UnderreplicationManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.lock();
+        f.debug_struct("UnderreplicationManager")
+            .field("ledgers", &self.inner.ledgers_dir)
+            .field("closed", &state.closed)
+            .field("pending_enabled_callbacks", &state.enabled_callbacks.len())
+            .field("pending_delay_callbacks", &state.delay_callbacks.len())
+            .field("held_locks", &state.held_locks)
+            .finish()
+    }
+}
