@@ -2,7 +2,9 @@
 //! worker loop (a FIFO fast path for immediate tasks beside the timer heap).
 //!
 //! The protocol (lock order, wake-up, claim, cancel vs fire) is described in `README.md`
-//! beside this file; the FIFO path is the single-thread executor's, step for step.
+//! beside this file; the FIFO path is the single-thread executor's, step for step, on the same
+//! `Ring<TaskSlot>` and `TaskBatch` (whose safety contract this file keeps: see the `SAFETY`
+//! comments).
 
 use crate::collections::ring::Ring;
 use crate::executors::executor_core::{WorkerState, RUNNING, SHUTDOWN, STOP, TERMINATED};
@@ -11,16 +13,20 @@ use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_heap::TimerHeap;
 use crate::executors::task::Task;
+use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::sync::{Arc, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use crate::sync::{
+    Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED,
+};
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-/// How long an idle worker spins on the queue length before it yields and then parks.
+/// How long an idle worker spins on its has-work flag before it yields and then parks.
 const SPIN_FOR: Duration = Duration::from_micros(50);
 /// How many `yield_now` calls follow the spin before the worker parks.
 const YIELDS_BEFORE_PARK: u32 = 4;
@@ -29,8 +35,10 @@ const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
 
 /// What the queue lock protects.
 pub(crate) struct QueueState {
-    /// Immediate tasks accepted and not yet moved to the worker's batch, oldest first.
-    ring: Ring<RawTask>,
+    /// Immediate tasks accepted and not yet moved to the worker's batch, oldest first. (Slots
+    /// are `ManuallyDrop`: the storage is swapped into the `TaskBatch`, whose claim protocol
+    /// decides who drops each task; `Drop` drops what is left here.)
+    ring: Ring<TaskSlot>,
     /// Delayed and periodic tasks waiting for their deadline.
     timers: TimerHeap,
     /// One of `RUNNING`, `SHUTDOWN`, `STOP`, `TERMINATED` (the executor core's states).
@@ -43,37 +51,27 @@ pub(crate) struct QueueState {
     worker_parked: bool,
 }
 
-/// What the batch lock protects: what the worker took out of the queue in one go, and runs
-/// one at a time. Taking an item out under this lock is the worker's claim: an item is either
-/// claimed (and runs) or still here when `shutdown_now` drains it — or, for a timer, when
-/// `cancel` removes it.
-struct Batch {
-    /// The immediate tasks swapped out of the ring, oldest first; they run first.
-    tasks: Ring<RawTask>,
-    /// The timers that were due at the swap, earliest first; they run after the tasks.
-    due: VecDeque<std::sync::Arc<dyn Timer>>,
-}
-
-/// One item the worker claimed from its batch.
-enum Claimed {
-    Task(RawTask),
-    Timer(std::sync::Arc<dyn Timer>),
-}
-
 /// The executor itself; `ScheduledExecutor` handles, `ScheduledHandle`s and the worker share it.
 pub(crate) struct ScheduledCore {
-    /// Ring, timers and run state. Lock order: `queue`, then `batch`, then an entry's own lock.
-    queue: Mutex<QueueState>,
-    /// What the worker took out of `queue` in one go (the ring's tasks, then the timers that
-    /// were due) and runs one at a time.
-    batch: Mutex<Batch>,
+    /// Ring, timers and run state. Lock order: `queue`, then `due`, then an entry's own lock.
+    /// Its cache line is the producers': nothing the worker polls shares it.
+    queue: CachePadded<Mutex<QueueState>>,
+    /// The immediate tasks the worker swapped out of the ring in one go; each is claimed with
+    /// one atomic increment before it runs, or stolen by `shutdown_now` (the plain executor's
+    /// `TaskBatch`).
+    batch: CachePadded<TaskBatch>,
+    /// The timers that were due when the worker last took work, earliest first; they run
+    /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
+    /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
+    due: CachePadded<Mutex<VecDeque<std::sync::Arc<dyn Timer>>>>,
     /// The parked worker waits here (with the `queue` lock), with a timeout when a timer is
     /// armed.
     work_available: Condvar,
     /// `await_termination` waits here (with the `queue` lock).
     termination: Condvar,
-    /// Mirror of `queue.ring.len()`, written under the lock: what the spinning worker polls.
-    queued: AtomicUsize,
+    /// Whether the ring has tasks: set by the producer whose push made it non-empty, cleared
+    /// by the worker when it takes them, on its own cache line. What the spinning worker polls.
+    has_work: CachePadded<AtomicBool>,
     /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
     run: AtomicU8,
     factory: std::sync::Arc<dyn ThreadFactory>,
@@ -121,20 +119,18 @@ fn cancel_detached(entry: &dyn Timer) {
 impl ScheduledCore {
     pub(crate) fn new(factory: std::sync::Arc<dyn ThreadFactory>) -> Self {
         Self {
-            queue: Mutex::new(QueueState {
+            queue: CachePadded(Mutex::new(QueueState {
                 ring: Ring::with_capacity(crate::collections::ring::MIN_TRIM_CAPACITY),
                 timers: TimerHeap::new(),
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
-            }),
-            batch: Mutex::new(Batch {
-                tasks: Ring::empty(),
-                due: VecDeque::new(),
-            }),
+            })),
+            batch: CachePadded(TaskBatch::new()),
+            due: CachePadded(Mutex::new(VecDeque::new())),
             work_available: Condvar::new(),
             termination: Condvar::new(),
-            queued: AtomicUsize::new(0),
+            has_work: CachePadded(AtomicBool::new(false)),
             run: AtomicU8::new(RUNNING),
             factory,
             id: NEXT_SCHEDULED_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -186,8 +182,10 @@ impl ScheduledCore {
     /// Pushes under the lock, then wakes the worker only if it is parked.
     #[inline]
     fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
-        queue.ring.push_back(task);
-        self.queued.store(queue.ring.len(), Ordering::Release);
+        queue.ring.push_back(ManuallyDrop::new(task));
+        if queue.ring.len() == 1 {
+            self.has_work.store(true, Ordering::Release);
+        }
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
@@ -297,14 +295,11 @@ impl ScheduledCore {
         let removed = match entry.header().heap_index() {
             NOT_IN_HEAP => None, // claimed by the worker, or handed back by `shutdown_now`
             IN_DUE_LIST => {
-                // The worker may have claimed it since: look under the batch lock.
-                let mut batch = self.batch.lock();
+                // The worker may have claimed it since: look under the due list's lock.
+                let mut due = self.due.lock();
                 let header: *const _ = entry.header();
-                let position = batch
-                    .due
-                    .iter()
-                    .position(|due| std::ptr::eq(due.header(), header));
-                position.and_then(|position| batch.due.remove(position))
+                let position = due.iter().position(|d| std::ptr::eq(d.header(), header));
+                position.and_then(|position| due.remove(position))
             }
             index => Some(queue.timers.remove(index)),
         };
@@ -366,14 +361,13 @@ impl ScheduledCore {
         }
         let mut periodic = queue.timers.extract(|entry| entry.is_periodic());
         {
-            let mut batch = this.batch.lock();
-            let due = std::mem::take(&mut batch.due);
-            for entry in due {
+            let mut due = this.due.lock();
+            for entry in std::mem::take(&mut *due) {
                 if entry.is_periodic() {
                     entry.header().set_heap_index(NOT_IN_HEAP);
                     periodic.push(entry);
                 } else {
-                    batch.due.push_back(entry);
+                    due.push_back(entry);
                 }
             }
         }
@@ -419,16 +413,16 @@ impl ScheduledCore {
             queue.run = STOP;
             this.run.store(STOP, Ordering::Release);
         }
+        let mut timers: Vec<_> = this.due.lock().drain(..).collect();
+        timers.extend(queue.timers.drain_in_order());
         let mut taken = Vec::new();
-        let mut timers: Vec<_>;
-        {
-            let mut batch = this.batch.lock();
-            timers = batch.due.drain(..).collect();
-            timers.extend(queue.timers.drain_in_order());
-            taken.reserve_exact(batch.tasks.len() + queue.ring.len() + timers.len());
-            batch.tasks.drain_to(&mut taken, usize::MAX);
+        // SAFETY: the queue lock is held.
+        taken.reserve_exact(unsafe { this.batch.unclaimed() } + queue.ring.len() + timers.len());
+        // SAFETY: the queue lock is held. The batch's tasks are older than the ring's.
+        unsafe { this.batch.steal_unclaimed(&mut taken) };
+        while let Some(slot) = queue.ring.pop_front() {
+            taken.push(ManuallyDrop::into_inner(slot));
         }
-        queue.ring.drain_to(&mut taken, usize::MAX);
         let mut periodic = Vec::new();
         for entry in timers {
             entry.header().set_heap_index(NOT_IN_HEAP);
@@ -443,7 +437,7 @@ impl ScheduledCore {
                 }));
             }
         }
-        this.queued.store(0, Ordering::Release);
+        this.has_work.store(false, Ordering::Release);
         this.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
@@ -502,8 +496,9 @@ impl ScheduledCore {
     /// Immediate tasks not yet started plus armed timers (cancelled ones are removed at once).
     pub(crate) fn pending_tasks(&self) -> usize {
         let queue = self.queue.lock();
-        let batch = self.batch.lock();
-        queue.ring.len() + batch.tasks.len() + batch.due.len() + queue.timers.len()
+        let due = self.due.lock().len();
+        // SAFETY: the queue lock is held.
+        queue.ring.len() + unsafe { self.batch.unclaimed() } + due + queue.timers.len()
     }
 
     /// Armed timers.
@@ -519,8 +514,8 @@ impl ScheduledCore {
     /// Task slots allocated now (the producers' ring plus the worker's batch).
     pub(crate) fn queue_capacity(&self) -> usize {
         let queue = self.queue.lock();
-        let batch = self.batch.lock();
-        queue.ring.capacity() + batch.tasks.capacity()
+        // SAFETY: the queue lock is held.
+        queue.ring.capacity() + unsafe { self.batch.capacity() }
     }
 
     // ---- the worker ----------------------------------------------------------------------
@@ -545,33 +540,27 @@ impl ScheduledCore {
         }
     }
 
-    /// Claims and runs the batch one item at a time — the tasks, then the due timers;
-    /// `shutdown_now` may take the rest, `cancel` may remove a timer.
+    /// Claims and runs the batch one task at a time, then the due timers one at a time;
+    /// `shutdown_now` may steal the rest, `cancel` may remove a due timer.
     fn run_batch(this: &Arc<Self>) {
+        // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
+        // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
+        while let Some(task) = unsafe { this.batch.claim() } {
+            this.run_task(task);
+        }
         loop {
-            let next = {
-                let mut batch = this.batch.lock();
-                match batch.tasks.pop_front() {
-                    Some(task) => Claimed::Task(task),
-                    None => match batch.due.pop_front() {
-                        Some(entry) => {
-                            entry.header().set_heap_index(NOT_IN_HEAP);
-                            Claimed::Timer(entry)
-                        }
-                        None => break,
-                    },
-                }
+            let next = this.due.lock().pop_front();
+            let Some(entry) = next else {
+                break;
             };
-            match next {
-                Claimed::Task(task) => this.run_task(task),
-                Claimed::Timer(entry) => {
-                    // User panics are caught inside `fire`; this catches one from a closure's
-                    // `Drop`, at the same boundary as a task's.
-                    let fired = panic::catch_unwind(AssertUnwindSafe(|| Self::fire(this, entry)));
-                    if let Err(payload) = fired {
-                        this.report_panic(payload);
-                    }
-                }
+            // Claimed: `cancel` no longer finds it in the due list (it still may win the
+            // entry's own state, and then `fire` does nothing).
+            entry.header().set_heap_index(NOT_IN_HEAP);
+            // User panics are caught inside `fire`; this catches one from a closure's `Drop`,
+            // at the same boundary as a task's.
+            let fired = panic::catch_unwind(AssertUnwindSafe(|| Self::fire(this, entry)));
+            if let Err(payload) = fired {
+                this.report_panic(payload);
             }
         }
     }
@@ -603,15 +592,19 @@ impl ScheduledCore {
         if queue.ring.is_empty() && due_at.is_none() {
             return false;
         }
-        let mut batch = this.batch.lock();
-        debug_assert!(batch.tasks.is_empty() && batch.due.is_empty());
-        // O(1): the producers get the batch's (empty) storage back.
-        batch.tasks.swap(&mut queue.ring);
-        this.queued.store(0, Ordering::Release);
+        if !queue.ring.is_empty() {
+            // O(1): the producers get the batch's (empty) storage back.
+            // SAFETY: the worker, under the queue lock, with the batch exhausted (`run_batch`'s
+            // claim loop ended before this).
+            unsafe { this.batch.refill(&mut queue.ring) };
+            this.has_work.store(false, Ordering::Release);
+        }
         if let Some(now) = due_at {
+            let mut due = this.due.lock();
+            debug_assert!(due.is_empty(), "the due list was worked off before");
             while let Some(entry) = queue.timers.pop_due(now) {
                 entry.header().set_heap_index(IN_DUE_LIST);
-                batch.due.push_back(entry);
+                due.push_back(entry);
             }
         }
         true
@@ -675,15 +668,18 @@ impl ScheduledCore {
     /// Gives the memory of a burst back: the ring by Pulsar's rule, the batch and an empty
     /// timer heap entirely.
     fn trim_idle(&self, queue: &mut QueueState) {
-        let freed = {
-            let mut batch = self.batch.lock();
-            let due = if batch.due.is_empty() {
-                std::mem::take(&mut batch.due).capacity()
+        let due = {
+            let mut due = self.due.lock();
+            if due.is_empty() {
+                std::mem::take(&mut *due).capacity()
             } else {
                 0
-            };
-            queue.ring.trim() + batch.tasks.release() + due + queue.timers.release_if_empty()
+            }
         };
+        // SAFETY: called by the worker from `refill_batch`, under the queue lock, with the
+        // batch exhausted.
+        let batch = unsafe { self.batch.release() };
+        let freed = queue.ring.trim() + batch + due + queue.timers.release_if_empty();
         if freed > 0 {
             tracing::debug!(executor = %self.name(), freed_slots = freed, "idle scheduled executor trimmed its queues");
         }
@@ -695,9 +691,8 @@ impl ScheduledCore {
         if !SPIN_ENABLED {
             return;
         }
-        let has_work = || {
-            self.queued.load(Ordering::Relaxed) != 0 || self.run.load(Ordering::Relaxed) != RUNNING
-        };
+        let has_work =
+            || self.has_work.load(Ordering::Relaxed) || self.run.load(Ordering::Relaxed) != RUNNING;
         let start = Instant::now();
         let mut spins: u32 = 0;
         loop {
@@ -733,10 +728,21 @@ impl ScheduledCore {
 
 impl Drop for ScheduledCore {
     fn drop(&mut self) {
-        // Unreachable in a correct run (the worker exits only once the heap is empty, and
-        // `shutdown_now` empties it), but a handle must never wait forever: cancel leftovers.
-        let mut leftovers: Vec<_> = self.batch.lock().due.drain(..).collect();
-        leftovers.extend(self.queue.lock().timers.drain_in_order());
+        // Tasks stranded in the ring (only possible when no worker could ever be started) are
+        // `ManuallyDrop`: drop them here, once. (The `TaskBatch` drops its own.) Leftover
+        // timers are unreachable in a correct run (the worker exits only once the heap is
+        // empty, and `shutdown_now` empties it), but a handle must never wait forever: cancel
+        // them.
+        let (mut stranded, timers) = {
+            let mut queue = self.queue.lock();
+            let stranded = std::mem::replace(&mut queue.ring, Ring::empty());
+            (stranded, queue.timers.drain_in_order())
+        };
+        while let Some(slot) = stranded.pop_front() {
+            drop(ManuallyDrop::into_inner(slot));
+        }
+        let mut leftovers: Vec<_> = self.due.lock().drain(..).collect();
+        leftovers.extend(timers);
         for entry in leftovers {
             cancel_detached(&*entry);
         }

@@ -37,8 +37,8 @@ pub(crate) struct EntryHeader {
     /// Where the entry is: its position in the timer heap, [`IN_DUE_LIST`] or [`NOT_IN_HEAP`].
     /// Heap positions change only under the executor's queue lock, and the heap updates them on
     /// every move, so `cancel` (which holds that lock) finds the entry in O(1) and removes it in
-    /// O(log n). `IN_DUE_LIST` is set under the queue and batch locks and cleared by the
-    /// worker's claim under the batch lock; `cancel` re-checks under the batch lock. Every
+    /// O(log n). `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
+    /// worker's claim under the due-list lock; `cancel` re-checks under that lock. Every
     /// access is ordered by one of those locks, hence `Relaxed`.
     heap_index: AtomicUsize,
 }
@@ -55,12 +55,12 @@ impl EntryHeader {
         self.state.load(Ordering::Acquire)
     }
 
-    /// Caller holds the queue lock (or the batch lock, to tell `IN_DUE_LIST` from a claim).
+    /// Caller holds the queue lock (or the due-list lock, to tell `IN_DUE_LIST` from a claim).
     pub(crate) fn heap_index(&self) -> usize {
         self.heap_index.load(Ordering::Relaxed)
     }
 
-    /// Caller holds the queue lock (heap moves) or the batch lock (the due list).
+    /// Caller holds the queue lock (heap moves) or the due-list lock (the due list).
     pub(crate) fn set_heap_index(&self, index: usize) {
         self.heap_index.store(index, Ordering::Relaxed);
     }

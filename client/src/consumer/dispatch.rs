@@ -1,0 +1,166 @@
+//! Listener dispatch: the trigger on the internal executor, and the routing pass that hands
+//! messages to the listener executors' lanes.
+//!
+//! # Protocol
+//!
+//! 1. `deliver` puts the message into the receive queue, then `trigger`: if `trigger_pending`
+//!    was `false` (swapped to `true`), one trigger job goes to the internal executor.
+//! 2. The trigger job (`route_incoming`) first swaps `trigger_pending` back to `false`, then,
+//!    holding the routing lock, moves messages in batches of up to [`ROUTE_BATCH`] from the
+//!    receive queue to the lanes: each lane's share of a batch is appended under one lock of
+//!    the lane, then one listener job per message goes to the lane's executor. It checks
+//!    `closed` between batches, and after [`MAX_PER_PASS`] messages it re-triggers instead of
+//!    going on, so one busy consumer cannot monopolise a shared internal executor.
+//! 3. A listener job (`deliver_one_to_listener`) takes one message from its lane — jobs and
+//!    lane entries are one-to-one and both FIFO, so the lane's order is kept — and calls the
+//!    listener outside every lock, catching a panic.
+//!
+//! No message is lost between `deliver` and the trigger: `deliver`'s `put` happens before its
+//! `swap(true)`; if that swap saw `true`, the swap that later resets the flag (`AcqRel`) reads
+//! from it, so the pending trigger's pass, which polls after that reset, sees the message. If
+//! it saw `false`, `deliver` queued a new trigger itself.
+//!
+//! `close` sets `closed`, terminates the receive queue (so `deliver` hands messages back),
+//! takes the routing lock (so no message is between the queue and a lane), then drains the
+//! lanes and the receive queue: each message is either taken by a listener job (handed to the
+//! listener) or by `close` (returned) — both take it out of a queue under its lock.
+
+use crate::consumer::{Consumer, ConsumerJob, ConsumerShared, Message};
+use crate::executor_index::index_for_bytes;
+use pulsar_common::executors::panic_message;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+/// Messages a routing pass moves per batch (one lock of the receive queue, and one of each
+/// lane, per batch).
+const ROUTE_BATCH: usize = 256;
+
+/// Messages a routing pass moves before it re-triggers and yields the internal executor.
+const MAX_PER_PASS: usize = 4 * 1024;
+
+/// The routing pass's buffers, kept under the routing lock and reused from pass to pass.
+pub(crate) struct RoutingState {
+    /// The batch taken from the receive queue.
+    batch: Vec<Message>,
+    /// Key_Shared: the batch sorted by lane (one buffer per lane); unused with one lane.
+    by_lane: Vec<Vec<Message>>,
+}
+
+impl RoutingState {
+    pub(crate) fn new(lanes: usize) -> Self {
+        Self {
+            batch: Vec::new(),
+            by_lane: if lanes > 1 {
+                (0..lanes).map(|_| Vec::new()).collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Moves anything left in the buffers (nothing, between passes) to `out`.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<Message>) {
+        for lane in &mut self.by_lane {
+            out.append(lane);
+        }
+        out.append(&mut self.batch);
+    }
+}
+
+impl ConsumerShared {
+    /// Makes sure a trigger job is queued on the internal executor.
+    #[inline]
+    pub(crate) fn trigger(&self, consumer: &Consumer) {
+        if self.trigger_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let job = ConsumerJob::new(consumer.clone(), ConsumerJob::TRIGGER);
+        if self.internal.execute_job(job).is_err() {
+            self.trigger_pending.store(false, Ordering::Release);
+            self.log_rejection("internal");
+        }
+    }
+
+    /// The trigger job: moves messages from the receive queue to the listener lanes.
+    pub(crate) fn route_incoming(&self, consumer: &Consumer) {
+        self.trigger_pending.swap(false, Ordering::AcqRel);
+        let mut moved = 0;
+        let mut routing = self.routing.lock();
+        let RoutingState { batch, by_lane } = &mut *routing;
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return; // `close` takes over what is left
+            }
+            if moved >= MAX_PER_PASS {
+                drop(routing);
+                if !self.incoming.is_empty() {
+                    self.trigger(consumer);
+                }
+                return;
+            }
+            if self.incoming.drain_to(batch, ROUTE_BATCH) == 0 {
+                return;
+            }
+            moved += batch.len();
+            if by_lane.is_empty() {
+                self.hand_to_lane(consumer, 0, batch);
+            } else {
+                for message in batch.drain(..) {
+                    let lane = index_for_bytes(message.routing_key_bytes(), by_lane.len());
+                    by_lane[lane].push(message);
+                }
+                for (lane, messages) in by_lane.iter_mut().enumerate() {
+                    if !messages.is_empty() {
+                        self.hand_to_lane(consumer, lane, messages);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends `messages` to lane `lane` and queues one listener job per message.
+    #[inline]
+    fn hand_to_lane(&self, consumer: &Consumer, lane: usize, messages: &mut Vec<Message>) {
+        let count = messages.len();
+        let target = &self.lanes[lane];
+        target.push_all(messages);
+        for _ in 0..count {
+            let job = ConsumerJob::new(consumer.clone(), lane);
+            if target.executor.execute_job(job).is_err() {
+                // The message stays in the lane; `close` returns it.
+                self.log_rejection("listener");
+            }
+        }
+    }
+
+    /// A listener job: hands the oldest message of `lane` to the listener.
+    pub(crate) fn deliver_one_to_listener(&self, consumer: &Consumer, lane: usize) {
+        let Some(message) = self.lanes[lane].pop() else {
+            return; // taken by `close`
+        };
+        let Some(listener) = &self.listener else {
+            unreachable!("lanes exist only with a listener");
+        };
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            listener.received(consumer, message);
+        }));
+        if let Err(payload) = outcome {
+            self.listener_panics.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                consumer = %self.name,
+                panic = panic_message(payload.as_ref()),
+                "message listener panicked; delivery goes on"
+            );
+        }
+    }
+
+    fn log_rejection(&self, which: &str) {
+        if !self.rejection_logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                consumer = %self.name,
+                executor = which,
+                "an executor refused the consumer's job (shut down); messages wait until close"
+            );
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `ConsumerExecutor`: where a consumer hands its work, and the executors one consumer uses.
+
+use crate::consumer::Consumer;
+use crate::executor_provider::ExecutorProvider;
+use pulsar_common::executors::{ScheduledExecutor, SingleThreadExecutor};
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+
+/// A unit of a consumer's dispatch work, handed to a [`ConsumerExecutor`]: the listener
+/// trigger (on the internal executor) or one listener call (on a listener executor).
+///
+/// Two words, so the executors of this workspace store it inline in a task slot.
+pub struct ConsumerJob {
+    consumer: Consumer,
+    /// The listener lane this job delivers one message of, or [`ConsumerJob::TRIGGER`].
+    lane: usize,
+}
+
+impl ConsumerJob {
+    /// The `lane` of the trigger job, which moves messages from the receive queue to the lanes.
+    pub(crate) const TRIGGER: usize = usize::MAX;
+
+    pub(crate) fn new(consumer: Consumer, lane: usize) -> Self {
+        Self { consumer, lane }
+    }
+
+    /// Runs the job on the calling thread.
+    pub fn run(self) {
+        if self.lane == Self::TRIGGER {
+            self.consumer.shared().route_incoming(&self.consumer);
+        } else {
+            self.consumer
+                .shared()
+                .deliver_one_to_listener(&self.consumer, self.lane);
+        }
+    }
+}
+
+impl fmt::Debug for ConsumerJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.lane == Self::TRIGGER {
+            "trigger".to_owned()
+        } else {
+            format!("listener lane {}", self.lane)
+        };
+        f.debug_struct("ConsumerJob")
+            .field("consumer", &self.consumer.name())
+            .field("job", &kind)
+            .finish()
+    }
+}
+
+/// An executor refused a [`ConsumerJob`] (it was shut down). The job is dropped; the consumer
+/// still holds the messages it concerned, and [`Consumer::close`] returns them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRejected;
+
+impl fmt::Display for JobRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the executor refused the consumer's job: it has been shut down")
+    }
+}
+
+impl Error for JobRejected {}
+
+/// An executor a consumer can hand its work to: it runs jobs on one thread at a time, in the
+/// order they were given (a single-thread executor).
+///
+/// Implemented for [`SingleThreadExecutor`] and [`ScheduledExecutor`] (whose `execute` is its
+/// FIFO fast path). Implement it to run a consumer on another executor, e.g. to compare
+/// executors under the same dispatch code.
+///
+/// Contract: `execute_job` must queue the job and return, never run it inline, and must not
+/// call back into the consumer; the consumer may call it while holding its routing lock.
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_client::{ConsumerExecutor, ConsumerJob, JobRejected};
+/// use std::sync::mpsc;
+/// use std::sync::Mutex;
+///
+/// /// A thread fed through a standard channel.
+/// #[derive(Debug)]
+/// struct ChannelExecutor(Mutex<mpsc::Sender<ConsumerJob>>);
+///
+/// impl ConsumerExecutor for ChannelExecutor {
+///     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
+///         self.0.lock().unwrap().send(job).map_err(|_| JobRejected)
+///     }
+/// }
+///
+/// let (tx, rx) = mpsc::channel::<ConsumerJob>();
+/// std::thread::spawn(move || rx.iter().for_each(ConsumerJob::run));
+/// let executor = ChannelExecutor(Mutex::new(tx));
+/// # let _ = &executor;
+/// ```
+pub trait ConsumerExecutor: Send + Sync + fmt::Debug + 'static {
+    /// Queues `job` to run after the jobs queued before it.
+    ///
+    /// # Errors
+    ///
+    /// [`JobRejected`] when the executor no longer accepts work.
+    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected>;
+}
+
+impl ConsumerExecutor for SingleThreadExecutor {
+    #[inline]
+    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
+        self.execute(move || job.run()).map_err(|_| JobRejected)
+    }
+}
+
+impl ConsumerExecutor for ScheduledExecutor {
+    #[inline]
+    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
+        self.execute(move || job.run()).map_err(|_| JobRejected)
+    }
+}
+
+/// The executors one consumer uses, pinned for its lifetime: the internal executor (its
+/// listener trigger runs there) and the listener executors (one pinned for Exclusive, Failover
+/// and Shared subscriptions; all of them, chosen per message key, for Key_Shared).
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_client::{ConsumerExecutors, ExecutorProvider};
+///
+/// let internal = ExecutorProvider::new(1, "pulsar-client-internal").unwrap();
+/// let external = ExecutorProvider::new(4, "pulsar-external-listener").unwrap();
+/// let executors = ConsumerExecutors::from_providers(&internal, &external);
+/// assert_eq!(executors.listener_count(), 4);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ConsumerExecutors {
+    pub(crate) internal: Arc<dyn ConsumerExecutor>,
+    pub(crate) listeners: Vec<Arc<dyn ConsumerExecutor>>,
+    pub(crate) pinned_listener: usize,
+}
+
+impl ConsumerExecutors {
+    /// The internal executor, the listener executors (in the order Key_Shared indexes them),
+    /// and which of them is pinned for the other subscription types.
+    ///
+    /// # Panics
+    ///
+    /// If `listeners` is empty or `pinned_listener` is not an index into it.
+    pub fn new(
+        internal: Arc<dyn ConsumerExecutor>,
+        listeners: Vec<Arc<dyn ConsumerExecutor>>,
+        pinned_listener: usize,
+    ) -> Self {
+        assert!(
+            pinned_listener < listeners.len(),
+            "pinned listener {pinned_listener} out of {} listener executors",
+            listeners.len()
+        );
+        Self {
+            internal,
+            listeners,
+            pinned_listener,
+        }
+    }
+
+    /// Pins executors the way Pulsar's `ConsumerBase` does: the next internal executor round
+    /// robin, the next listener executor round robin, and the whole listener pool in index
+    /// order for Key_Shared (so a key picks the executor Pulsar's Java client would).
+    pub fn from_providers(internal: &ExecutorProvider, external: &ExecutorProvider) -> Self {
+        let pinned = external.get_executor();
+        let pinned_listener = external
+            .executors()
+            .iter()
+            .position(|executor| std::ptr::eq(executor, pinned))
+            .expect("get_executor returns a reference into executors()");
+        let listeners = external
+            .executors()
+            .iter()
+            .map(|executor| Arc::new(executor.clone()) as Arc<dyn ConsumerExecutor>)
+            .collect();
+        Self::new(
+            Arc::new(internal.get_executor().clone()),
+            listeners,
+            pinned_listener,
+        )
+    }
+
+    /// Number of listener executors.
+    pub fn listener_count(&self) -> usize {
+        self.listeners.len()
+    }
+}

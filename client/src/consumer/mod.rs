@@ -1,0 +1,29 @@
+//! The part of a consumer that uses the executors: receive queue, `receive`, and ordered
+//! listener dispatch, independent of any transport.
+//!
+//! - [`Consumer`] (`consumer.rs`): the handle; `deliver` is the call a connection makes.
+//! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes.
+//! - `lane.rs`: the messages waiting for one listener executor.
+//! - [`ConsumerExecutor`] / [`ConsumerExecutors`] / [`ConsumerJob`] (`executors.rs`): where a
+//!   consumer hands its work.
+//! - [`ConsumerOptions`] / [`SubscriptionType`] (`options.rs`): what a consumer is made with.
+//! - [`Message`] (`message.rs`, with short payloads and keys stored inline by
+//!   `inline_bytes.rs`) and [`MessageListener`] (`listener.rs`).
+
+#[allow(clippy::module_inception)]
+mod consumer;
+mod dispatch;
+mod executors;
+mod inline_bytes;
+mod lane;
+mod listener;
+mod message;
+mod options;
+mod padded;
+
+pub use consumer::Consumer;
+pub(crate) use consumer::ConsumerShared;
+pub use executors::{ConsumerExecutor, ConsumerExecutors, ConsumerJob, JobRejected};
+pub use listener::MessageListener;
+pub use message::{Message, NONE_KEY};
+pub use options::{ConsumerOptions, SubscriptionType};

@@ -1,0 +1,841 @@
+//! ScheduledExecutor as a specification: lazy start, the FIFO fast path, deadlines, periodic
+//! runs, cancel (prompt, exact, a million times), panics, shutdown and shutdown_now, races,
+//! drops.
+
+mod support;
+
+use pulsar_common::executors::{
+    NamedThreadFactory, RejectReason, ScheduledExecutor, ScheduledHandle, TaskError,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use support::{CountingFactory, DropCounter, Latch, LONG};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn executor(name: &str) -> ScheduledExecutor {
+    ScheduledExecutor::new(NamedThreadFactory::new(name))
+}
+
+fn executor_with(factory: &Arc<CountingFactory>) -> ScheduledExecutor {
+    ScheduledExecutor::new(Arc::clone(factory))
+}
+
+/// Occupies the worker until the returned sender is used (or dropped).
+fn block_worker(executor: &ScheduledExecutor) -> mpsc::Sender<()> {
+    let (release, blocked) = mpsc::channel::<()>();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    executor
+        .execute(move || {
+            started_tx.send(()).unwrap();
+            let _ = blocked.recv();
+        })
+        .unwrap();
+    started_rx.recv_timeout(LONG).expect("worker started");
+    release
+}
+
+/// Waits until every task queued so far has run (the executor is FIFO for immediate tasks).
+fn drain(executor: &ScheduledExecutor) {
+    let latch = Latch::new(1);
+    let done = Arc::clone(&latch);
+    executor.execute(move || done.count_down()).unwrap();
+    latch.wait(LONG);
+}
+
+/// Lets time pass until `instant`: only where elapsed time is itself what a test is about
+/// (deadlines), never as synchronisation.
+fn let_time_pass_until(instant: Instant) {
+    let now = Instant::now();
+    if instant > now {
+        thread::sleep(instant - now);
+    }
+}
+
+// ---- smoke and laziness -------------------------------------------------------------------
+
+#[test]
+fn no_thread_exists_before_the_first_task_or_timer() {
+    let factory = CountingFactory::new("lazy-scheduled");
+    let executor = executor_with(&factory);
+    let _ = format!("{executor:?}");
+    assert_eq!(executor.pending_tasks(), 0);
+    assert_eq!(factory.threads_started(), 0);
+    executor
+        .schedule(Duration::ZERO, || ())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(factory.threads_started(), 1);
+    drain(&executor);
+    assert_eq!(
+        factory.threads_started(),
+        1,
+        "one worker for the executor's lifetime"
+    );
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn an_executor_never_used_terminates_on_shutdown_without_a_thread() {
+    let factory = CountingFactory::new("unused-scheduled");
+    let executor = executor_with(&factory);
+    executor.shutdown();
+    assert!(executor.is_terminated());
+    assert_eq!(factory.threads_started(), 0);
+}
+
+#[test]
+fn the_worker_thread_is_named_by_the_factory() {
+    let executor = executor("pulsar-client-scheduled");
+    let name = executor
+        .schedule(Duration::ZERO, || {
+            thread::current().name().unwrap().to_owned()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(name.starts_with("pulsar-client-scheduled-"), "{name}");
+    assert_eq!(executor.name(), name);
+}
+
+// ---- the FIFO fast path -------------------------------------------------------------------
+
+#[test]
+fn immediate_tasks_run_in_submission_order() {
+    let executor = executor("fifo");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..100 {
+        let order = Arc::clone(&order);
+        executor
+            .execute(move || order.lock().unwrap().push(i))
+            .unwrap();
+    }
+    drain(&executor);
+    assert_eq!(*order.lock().unwrap(), (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn immediate_tasks_never_enter_the_timer_heap() {
+    let executor = executor("fast-path");
+    let release = block_worker(&executor);
+    for _ in 0..1_000 {
+        executor.execute(|| ()).unwrap();
+    }
+    assert_eq!(executor.pending_tasks(), 1_000);
+    assert_eq!(executor.armed_timers(), 0);
+    assert_eq!(executor.timer_capacity(), 0, "the heap never allocated");
+    release.send(()).unwrap();
+    drain(&executor);
+    assert_eq!(executor.pending_tasks(), 0);
+}
+
+#[test]
+fn an_immediate_task_does_not_wait_behind_a_far_timer() {
+    let executor = executor("not-behind");
+    let far = executor.schedule(HOUR, || ()).unwrap();
+    let latch = Latch::new(1);
+    let done = Arc::clone(&latch);
+    executor.execute(move || done.count_down()).unwrap();
+    latch.wait(LONG);
+    assert!(far.cancel());
+}
+
+// ---- deadlines ----------------------------------------------------------------------------
+
+#[test]
+fn nothing_fires_before_its_deadline() {
+    let executor = executor("deadlines");
+    let handles: Vec<(Instant, Duration, ScheduledHandle<Instant>)> = (0..20u64)
+        .map(|i| {
+            let delay = Duration::from_millis((i * 7) % 25);
+            let scheduled_at = Instant::now();
+            (
+                scheduled_at,
+                delay,
+                executor.schedule(delay, Instant::now).unwrap(),
+            )
+        })
+        .collect();
+    for (scheduled_at, delay, handle) in handles {
+        let ran_at = handle.join().unwrap();
+        assert!(
+            ran_at >= scheduled_at + delay,
+            "ran {:?} early",
+            (scheduled_at + delay) - ran_at
+        );
+    }
+}
+
+#[test]
+fn timers_that_are_due_together_fire_in_deadline_order() {
+    let executor = executor("deadline-order");
+    let release = block_worker(&executor);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let mut latest = start;
+    for (name, millis) in [("c", 3u64), ("a", 1), ("d", 4), ("b", 2)] {
+        let order = Arc::clone(&order);
+        let delay = Duration::from_millis(millis);
+        executor
+            .schedule(delay, move || order.lock().unwrap().push(name))
+            .unwrap();
+        latest = latest.max(Instant::now() + delay);
+    }
+    // All four are due by now; the worker sees them together once released.
+    let_time_pass_until(latest);
+    release.send(()).unwrap();
+    let last = executor.schedule(Duration::ZERO, || ()).unwrap();
+    last.join().unwrap();
+    assert_eq!(*order.lock().unwrap(), ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn a_delay_too_large_to_represent_is_accepted_and_never_fires() {
+    let executor = executor("huge-delay");
+    let never = executor.schedule(Duration::MAX, || ()).unwrap();
+    assert_eq!(executor.armed_timers(), 1);
+    assert!(never.cancel());
+    assert_eq!(executor.armed_timers(), 0);
+}
+
+// ---- periodic tasks -----------------------------------------------------------------------
+
+#[test]
+fn fixed_rate_runs_are_due_one_period_apart() {
+    let executor = executor("fixed-rate");
+    let period = Duration::from_millis(2);
+    let initial = Duration::from_millis(3);
+    let (tx, rx) = mpsc::channel();
+    let scheduled_at = Instant::now();
+    let handle = executor
+        .schedule_at_fixed_rate(initial, period, move || {
+            let _ = tx.send(Instant::now());
+        })
+        .unwrap();
+    let runs: Vec<Instant> = rx.iter().take(5).collect();
+    assert!(handle.cancel());
+    for (k, ran_at) in runs.iter().enumerate() {
+        assert!(
+            *ran_at >= scheduled_at + initial + period * k as u32,
+            "run {k} early"
+        );
+    }
+    assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+}
+
+#[test]
+fn fixed_delay_runs_start_one_delay_after_the_previous_run_ended() {
+    let executor = executor("fixed-delay");
+    let delay = Duration::from_millis(2);
+    let (tx, rx) = mpsc::channel();
+    let handle = executor
+        .schedule_with_fixed_delay(Duration::ZERO, delay, move || {
+            let started = Instant::now();
+            // Each run takes a little while; the next must wait `delay` after it ends.
+            while started.elapsed() < Duration::from_millis(1) {
+                std::hint::spin_loop();
+            }
+            let _ = tx.send((started, Instant::now()));
+        })
+        .unwrap();
+    let runs: Vec<(Instant, Instant)> = rx.iter().take(4).collect();
+    assert!(handle.cancel());
+    for pair in runs.windows(2) {
+        let (_, previous_end) = pair[0];
+        let (next_start, _) = pair[1];
+        assert!(next_start >= previous_end + delay);
+    }
+}
+
+#[test]
+#[should_panic(expected = "must not be zero")]
+fn a_zero_period_is_refused() {
+    let executor = executor("zero-period");
+    let _ = executor.schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || ());
+}
+
+#[test]
+fn cancelling_a_periodic_task_stops_its_future_runs_and_drops_it_once() {
+    let executor = executor("periodic-cancel");
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    let counted = Arc::clone(&runs);
+    let period = Duration::from_millis(1);
+    let handle = executor
+        .schedule_at_fixed_rate(Duration::ZERO, period, move || {
+            let _keep = &token;
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            let _ = tx.send(n);
+        })
+        .unwrap();
+    while rx.recv().unwrap() < 3 {}
+    assert!(handle.cancel());
+    assert!(!handle.cancel(), "a second cancel has nothing to cancel");
+    assert!(handle.is_cancelled());
+    // A run in progress during the cancel has finished once this drain task ran.
+    drain(&executor);
+    let final_runs = runs.load(Ordering::SeqCst);
+    assert_eq!(drops.drops(), 1, "the closure is dropped once, by now");
+    assert_eq!(executor.armed_timers(), 0);
+    // Ten more periods pass: no further run.
+    executor
+        .schedule(period * 10, || ())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), final_runs);
+    assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+}
+
+#[test]
+fn a_periodic_task_can_cancel_itself_from_its_own_run() {
+    let executor = executor("self-cancel");
+    let slot: Arc<Mutex<Option<ScheduledHandle<()>>>> = Arc::new(Mutex::new(None));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (cancelled_tx, cancelled_rx) = mpsc::channel();
+    let (own, counted) = (Arc::clone(&slot), Arc::clone(&runs));
+    // Hold the slot until the handle is in it: a run that needs the handle waits for it.
+    let mut filled = slot.lock().unwrap();
+    *filled = Some(
+        executor
+            .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), move || {
+                if counted.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                    let cancelled = own.lock().unwrap().as_ref().unwrap().cancel();
+                    cancelled_tx.send(cancelled).unwrap();
+                }
+            })
+            .unwrap(),
+    );
+    drop(filled);
+    assert!(cancelled_rx.recv_timeout(LONG).unwrap());
+    drain(&executor);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "no run after the one that cancelled"
+    );
+    let handle = slot.lock().unwrap().take().unwrap();
+    assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+}
+
+// ---- cancel -------------------------------------------------------------------------------
+
+#[test]
+fn cancel_before_the_deadline_prevents_the_run_and_frees_the_entry_at_once() {
+    let executor = executor("cancel");
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&ran);
+    let handle = executor
+        .schedule(HOUR, move || {
+            let _keep = &token;
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert_eq!(executor.pending_tasks(), 1);
+    assert!(!handle.is_done());
+    assert!(handle.cancel());
+    // Freed during the call, not at the deadline an hour from now.
+    assert_eq!(drops.drops(), 1);
+    assert_eq!(executor.pending_tasks(), 0);
+    assert_eq!(executor.armed_timers(), 0);
+    assert!(handle.is_done() && handle.is_cancelled());
+    assert!(!handle.cancel());
+    assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn cancel_after_the_run_returns_false_and_join_still_has_the_value() {
+    let executor = executor("cancel-late");
+    let handle = executor.schedule(Duration::ZERO, || 7).unwrap();
+    while !handle.is_done() {
+        thread::yield_now();
+    }
+    assert!(!handle.cancel());
+    assert!(!handle.is_cancelled());
+    assert_eq!(handle.join().unwrap(), 7);
+}
+
+#[test]
+fn a_running_one_shot_task_cannot_be_cancelled() {
+    let executor = executor("cancel-running");
+    let (started_tx, started) = mpsc::channel();
+    let (release, blocked) = mpsc::channel::<()>();
+    let handle = executor
+        .schedule(Duration::ZERO, move || {
+            started_tx.send(()).unwrap();
+            blocked.recv().unwrap();
+            "finished"
+        })
+        .unwrap();
+    started.recv().unwrap();
+    assert!(!handle.cancel());
+    release.send(()).unwrap();
+    assert_eq!(handle.join().unwrap(), "finished");
+}
+
+#[test]
+fn a_million_scheduled_then_cancelled_timers_leave_nothing_behind() {
+    const TOTAL: usize = 1_000_000;
+    const WAVE: usize = 10_000;
+    let executor = executor("million");
+    let drops = DropCounter::new();
+    let mut handles = Vec::with_capacity(WAVE);
+    let mut peak_capacity = 0;
+    for _ in 0..TOTAL / WAVE {
+        for _ in 0..WAVE {
+            let token = drops.token();
+            handles.push(
+                executor
+                    .schedule(HOUR, move || {
+                        let _keep = &token;
+                    })
+                    .unwrap(),
+            );
+        }
+        peak_capacity = peak_capacity.max(executor.timer_capacity());
+        for handle in handles.drain(..) {
+            assert!(handle.cancel());
+        }
+        assert_eq!(executor.pending_tasks(), 0);
+    }
+    assert_eq!(drops.drops(), TOTAL, "every closure dropped, exactly once");
+    assert_eq!(executor.pending_tasks(), 0);
+    assert_eq!(executor.armed_timers(), 0);
+    assert!(peak_capacity >= WAVE);
+    assert!(
+        executor.timer_capacity() <= 64,
+        "the heap gave its memory back: {} slots",
+        executor.timer_capacity()
+    );
+}
+
+// ---- panics -------------------------------------------------------------------------------
+
+#[test]
+fn a_panicking_immediate_task_is_reported_to_the_factory_and_the_executor_keeps_running() {
+    let factory = CountingFactory::new("panic-immediate");
+    let executor = executor_with(&factory);
+    executor.execute(|| panic!("immediate boom")).unwrap();
+    drain(&executor);
+    assert_eq!(factory.panics(), 1);
+    assert_eq!(
+        *factory.panic_messages.lock().unwrap(),
+        vec!["immediate boom".to_owned()]
+    );
+}
+
+#[test]
+fn a_panicking_one_shot_task_reports_its_panic_to_its_handle() {
+    let factory = CountingFactory::new("panic-one-shot");
+    let executor = executor_with(&factory);
+    let handle = executor
+        .schedule(Duration::ZERO, || -> u32 { panic!("bad timer") })
+        .unwrap();
+    match handle.join() {
+        Err(TaskError::Panicked(payload)) => {
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"bad timer"))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        factory.panics(),
+        0,
+        "reported to the handle, not the factory"
+    );
+    assert_eq!(
+        executor
+            .schedule(Duration::ZERO, || 1)
+            .unwrap()
+            .join()
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn a_panicking_periodic_task_stops_repeating_and_reports_its_panic() {
+    let executor = executor("panic-periodic");
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let period = Duration::from_millis(1);
+    let handle = executor
+        .schedule_at_fixed_rate(Duration::ZERO, period, move || {
+            let _keep = &token;
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == 3 {
+                panic!("run {n} failed");
+            }
+        })
+        .unwrap();
+    match handle.join() {
+        Err(TaskError::Panicked(payload)) => {
+            assert_eq!(payload.downcast_ref::<String>().unwrap(), "run 3 failed")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(drops.drops(), 1);
+    assert_eq!(executor.armed_timers(), 0);
+    executor
+        .schedule(period * 10, || ())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "no run after the panic");
+}
+
+// ---- shutdown -----------------------------------------------------------------------------
+
+#[test]
+fn shutdown_runs_queued_tasks_and_pending_one_shot_timers_but_stops_periodic_ones() {
+    let executor = executor("graceful");
+    let release = block_worker(&executor);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&ran);
+    executor
+        .execute(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let scheduled_at = Instant::now();
+    let delay = Duration::from_millis(20);
+    let one_shot = executor.schedule(delay, Instant::now).unwrap();
+    let periodic = executor
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), || ())
+        .unwrap();
+    executor.shutdown();
+    executor.shutdown(); // idempotent
+    assert!(executor.is_shutdown());
+    assert!(periodic.is_cancelled(), "periodic timers stop at shutdown");
+    let rejected = executor.execute(|| ()).unwrap_err();
+    assert!(matches!(rejected.reason(), RejectReason::Shutdown));
+    release.send(()).unwrap();
+    assert!(one_shot.join().unwrap() >= scheduled_at + delay);
+    assert!(matches!(periodic.join(), Err(TaskError::Cancelled)));
+    assert!(executor.await_termination(LONG));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_rejected_schedule_hands_the_closure_back() {
+    let executor = executor("rejected");
+    executor.shutdown();
+    let rejected = executor
+        .schedule(Duration::ZERO, || "handed back")
+        .unwrap_err();
+    assert!(matches!(rejected.reason(), RejectReason::Shutdown));
+    assert_eq!((rejected.into_task())(), "handed back");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let rejected = executor
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::from_millis(1), move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap_err();
+    let mut periodic = rejected.into_task();
+    periodic();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn cancelling_the_last_timer_after_shutdown_lets_the_worker_exit_at_once() {
+    let executor = executor("exit-after-cancel");
+    let far = executor.schedule(HOUR, || ()).unwrap();
+    executor.shutdown();
+    assert!(
+        !executor.is_terminated(),
+        "an armed one-shot timer keeps the worker"
+    );
+    assert!(far.cancel());
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn shutdown_now_returns_immediate_tasks_then_one_shot_timers_and_cancels_periodic_ones() {
+    let executor = executor("shutdown-now");
+    let release = block_worker(&executor);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let log = |name: &'static str| {
+        let order = Arc::clone(&order);
+        move || order.lock().unwrap().push(name)
+    };
+    executor.execute(log("immediate 1")).unwrap();
+    let late = executor.schedule(HOUR * 2, log("timer in 2 h")).unwrap();
+    executor.execute(log("immediate 2")).unwrap();
+    let soon = executor.schedule(HOUR, log("timer in 1 h")).unwrap();
+    let periodic = executor.schedule_at_fixed_rate(HOUR, HOUR, || ()).unwrap();
+    let tasks = executor.shutdown_now();
+    release.send(()).unwrap();
+    assert_eq!(tasks.len(), 4);
+    assert!(periodic.is_cancelled());
+    for task in tasks {
+        task.run();
+    }
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["immediate 1", "immediate 2", "timer in 1 h", "timer in 2 h"]
+    );
+    soon.join().unwrap();
+    late.join().unwrap();
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn shutdown_now_takes_back_the_unclaimed_rest_of_the_running_batch() {
+    let executor = executor("steal");
+    let first = block_worker(&executor);
+    // Queued behind the blocker, so the worker takes all three in one batch once released.
+    let (started_tx, started) = mpsc::channel();
+    let (release, blocked) = mpsc::channel::<()>();
+    executor
+        .execute(move || {
+            started_tx.send(()).unwrap();
+            let _ = blocked.recv();
+        })
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        let ran = Arc::clone(&ran);
+        executor
+            .execute(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    first.send(()).unwrap();
+    started.recv().unwrap();
+    let returned = executor.shutdown_now();
+    assert_eq!(
+        returned.len(),
+        2,
+        "the two tasks behind the running one come back"
+    );
+    release.send(()).unwrap();
+    assert!(executor.await_termination(LONG));
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    for task in returned {
+        task.run();
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_timer_returned_by_shutdown_now_and_dropped_is_cancelled_once() {
+    let executor = executor("dropped-return");
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let handle = executor
+        .schedule(HOUR, move || {
+            let _keep = &token;
+        })
+        .unwrap();
+    let tasks = executor.shutdown_now();
+    assert_eq!(tasks.len(), 1);
+    assert!(!handle.is_done());
+    drop(tasks);
+    assert_eq!(drops.drops(), 1);
+    assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn dropping_the_last_clone_shuts_down_gracefully_and_armed_timers_still_run() {
+    let executor = executor("dropped");
+    let clone = executor.clone();
+    let handle = executor
+        .schedule(Duration::from_millis(5), || "ran")
+        .unwrap();
+    let periodic = executor.schedule_at_fixed_rate(HOUR, HOUR, || ()).unwrap();
+    drop(executor);
+    assert!(!clone.is_shutdown(), "a clone keeps it running");
+    drop(clone);
+    assert_eq!(handle.join().unwrap(), "ran");
+    assert!(matches!(periodic.join(), Err(TaskError::Cancelled)));
+}
+
+// ---- races --------------------------------------------------------------------------------
+
+/// One of each kind of offer a producer makes in the shutdown races.
+fn offer(
+    executor: &ScheduledExecutor,
+    i: usize,
+    ran: &Arc<AtomicUsize>,
+    drops: &DropCounter,
+) -> Result<Option<ScheduledHandle<()>>, ()> {
+    let ran = Arc::clone(ran);
+    let token = drops.token();
+    let task = move || {
+        let _keep = &token;
+        ran.fetch_add(1, Ordering::SeqCst);
+    };
+    if i % 2 == 0 {
+        executor.execute(task).map(|()| None).map_err(drop)
+    } else {
+        let delay = Duration::from_micros((i % 5) as u64 * 50);
+        executor.schedule(delay, task).map(Some).map_err(drop)
+    }
+}
+
+#[test]
+fn offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
+    const ROUNDS: usize = 200;
+    const PRODUCERS: usize = 3;
+    const PER_PRODUCER: usize = 50;
+    for _ in 0..ROUNDS {
+        let executor = executor("race-now");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let drops = DropCounter::new();
+        let barrier = Arc::new(Barrier::new(PRODUCERS + 1));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let (executor, ran, drops, barrier) = (
+                    executor.clone(),
+                    Arc::clone(&ran),
+                    drops.clone(),
+                    Arc::clone(&barrier),
+                );
+                thread::spawn(move || {
+                    barrier.wait();
+                    let mut accepted = 0;
+                    for i in 0..PER_PRODUCER {
+                        if offer(&executor, i, &ran, &drops).is_ok() {
+                            accepted += 1;
+                        }
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        barrier.wait();
+        let returned = executor.shutdown_now();
+        let accepted: usize = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        assert!(executor.await_termination(LONG));
+        let returned_count = returned.len();
+        drop(returned);
+        assert_eq!(ran.load(Ordering::SeqCst) + returned_count, accepted);
+        assert_eq!(
+            drops.drops(),
+            PRODUCERS * PER_PRODUCER,
+            "each closure dropped once"
+        );
+    }
+}
+
+#[test]
+fn offers_racing_graceful_shutdown_run_every_accepted_task() {
+    const ROUNDS: usize = 200;
+    const PRODUCERS: usize = 3;
+    const PER_PRODUCER: usize = 50;
+    for _ in 0..ROUNDS {
+        let executor = executor("race-graceful");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let drops = DropCounter::new();
+        let barrier = Arc::new(Barrier::new(PRODUCERS + 1));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let (executor, ran, drops, barrier) = (
+                    executor.clone(),
+                    Arc::clone(&ran),
+                    drops.clone(),
+                    Arc::clone(&barrier),
+                );
+                thread::spawn(move || {
+                    barrier.wait();
+                    (0..PER_PRODUCER)
+                        .filter(|&i| offer(&executor, i, &ran, &drops).is_ok())
+                        .count()
+                })
+            })
+            .collect();
+        barrier.wait();
+        executor.shutdown();
+        let accepted: usize = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        assert!(executor.await_termination(LONG));
+        assert_eq!(ran.load(Ordering::SeqCst), accepted);
+        assert_eq!(drops.drops(), PRODUCERS * PER_PRODUCER);
+    }
+}
+
+#[test]
+fn cancel_racing_the_deadline_is_exactly_one_of_ran_or_cancelled() {
+    const TIMERS: usize = 20_000;
+    let executor = executor("cancel-race");
+    let ran = Arc::new(AtomicUsize::new(0));
+    let drops = DropCounter::new();
+    let (tx, rx) = mpsc::channel::<ScheduledHandle<()>>();
+    let canceller = thread::spawn(move || {
+        let mut cancelled = 0;
+        for handle in rx {
+            if handle.cancel() {
+                cancelled += 1;
+                assert!(matches!(handle.join(), Err(TaskError::Cancelled)));
+            } else {
+                handle.join().unwrap();
+            }
+        }
+        cancelled
+    });
+    for i in 0..TIMERS {
+        let (ran, token) = (Arc::clone(&ran), drops.token());
+        let delay = Duration::from_micros((i % 3) as u64 * 20);
+        let handle = executor
+            .schedule(delay, move || {
+                let _keep = &token;
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        tx.send(handle).unwrap();
+    }
+    drop(tx);
+    let cancelled = canceller.join().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst) + cancelled, TIMERS);
+    assert_eq!(drops.drops(), TIMERS);
+    assert_eq!(executor.pending_tasks(), 0);
+}
+
+#[test]
+fn cancel_racing_periodic_runs_stops_them_and_drops_each_closure_once() {
+    const TASKS: usize = 200;
+    let executor = executor("periodic-race");
+    let drops = DropCounter::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let (runs, token) = (Arc::clone(&runs), drops.token());
+            executor
+                .schedule_at_fixed_rate(
+                    Duration::from_micros((i % 7) as u64 * 30),
+                    Duration::from_micros(100),
+                    move || {
+                        let _keep = &token;
+                        runs.fetch_add(1, Ordering::SeqCst);
+                    },
+                )
+                .unwrap()
+        })
+        .collect();
+    for handle in &handles {
+        assert!(handle.cancel());
+    }
+    drain(&executor);
+    assert_eq!(drops.drops(), TASKS);
+    assert_eq!(executor.armed_timers(), 0);
+    let settled = runs.load(Ordering::SeqCst);
+    executor
+        .schedule(Duration::from_millis(2), || ())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), settled);
+}
