@@ -1,10 +1,9 @@
 //! The index math of the executor providers: which of N executors a call picks.
 //!
-//! Kept in one place, free of any executor type, so it can move with the pool it serves.
+//! Round robin and `Hash` keys are `ExecutorGroup`'s; what is Pulsar-specific lives here: the
+//! index Java's client picks for key bytes.
 
 use crate::murmur3::murmur3_32;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 
 /// Java's `(hash & Integer.MAX_VALUE) % n`: the index Pulsar's `ExecutorProvider` picks for a
 /// hash, so that the same hash picks the same index in every Pulsar client.
@@ -17,26 +16,11 @@ pub(crate) fn index_for_hash(hash: u32, len: usize) -> usize {
     (hash & 0x7fff_ffff) as usize % len
 }
 
-/// The round-robin index for the `counter`-th call (`counter` wraps like Java's `int`).
-#[inline]
-pub(crate) fn index_for_round(counter: usize, len: usize) -> usize {
-    index_for_hash(counter as u32, len)
-}
-
 /// The index for key bytes: Murmur3 x86 32-bit, seed 0, masked to 31 bits, modulo `len` —
 /// Pulsar's `ExecutorProvider.getExecutor(byte[])`.
 #[inline]
 pub(crate) fn index_for_bytes(key: &[u8], len: usize) -> usize {
     index_for_hash(murmur3_32(key, 0), len)
-}
-
-/// The index for any hashable key: a fixed-key SipHash (std's `DefaultHasher::new()`, the same
-/// in every process of one build), masked to 31 bits, modulo `len`.
-#[inline]
-pub(crate) fn index_for_key<K: Hash + ?Sized>(key: &K, len: usize) -> usize {
-    let mut hasher = DefaultHasher::new();
-    key.hash(&mut hasher);
-    index_for_hash(hasher.finish() as u32, len)
 }
 
 #[cfg(test)]
@@ -79,18 +63,5 @@ mod tests {
     fn the_hash_is_masked_to_31_bits_before_the_modulo() {
         // "ab" hashes to 2,613,040,991 (above i32::MAX): Java masks it to 465,557,343.
         assert_eq!(index_for_hash(2_613_040_991, 1_000_000_000), 465_557_343);
-    }
-
-    #[test]
-    fn round_robin_cycles_through_every_index() {
-        let picks: Vec<_> = (0..7).map(|c| index_for_round(c, 3)).collect();
-        assert_eq!(picks, [0, 1, 2, 0, 1, 2, 0]);
-    }
-
-    #[test]
-    fn a_hashable_key_always_picks_the_same_index() {
-        let first = index_for_key("consumer-7", 8);
-        assert!((0..100).all(|_| index_for_key("consumer-7", 8) == first));
-        assert!(first < 8);
     }
 }

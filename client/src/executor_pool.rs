@@ -1,141 +1,81 @@
-//! `ExecutorPool`: what both executor providers share — N executors, the index math, shutdown.
+//! `ExecutorPool`: what both executor providers share — an [`ExecutorGroup`] plus the client's
+//! rules: a clear error for zero threads, Java's index for key bytes, Pulsar's 10 s shutdown.
 
 use crate::error::InvalidThreadCount;
-use crate::executor_index::{index_for_bytes, index_for_key, index_for_round};
-use crate::provider_thread_factory::ProviderThreadFactory;
-use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor, SingleThreadExecutor, Task};
+use crate::executor_index::index_for_bytes;
+use pulsar_common::executors::{ExecutorGroup, GroupMember, IndexedThreadFactory, Task};
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-/// How long `shutdown_now` waits for each executor to terminate (Pulsar's 10 s).
+/// How long `shutdown_now` waits for the executors to terminate (Pulsar's 10 s).
 pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An executor a provider can hold: it can be stopped and awaited.
-pub(crate) trait PoolMember: Send + Sync + 'static {
-    fn shutdown_now(&self) -> Vec<Task>;
-    fn await_termination(&self, timeout: Duration) -> bool;
-    fn name(&self) -> String;
-}
-
-impl PoolMember for SingleThreadExecutor {
-    fn shutdown_now(&self) -> Vec<Task> {
-        SingleThreadExecutor::shutdown_now(self)
-    }
-    fn await_termination(&self, timeout: Duration) -> bool {
-        SingleThreadExecutor::await_termination(self, timeout)
-    }
-    fn name(&self) -> String {
-        SingleThreadExecutor::name(self)
-    }
-}
-
-impl PoolMember for ScheduledExecutor {
-    fn shutdown_now(&self) -> Vec<Task> {
-        ScheduledExecutor::shutdown_now(self)
-    }
-    fn await_termination(&self, timeout: Duration) -> bool {
-        ScheduledExecutor::await_termination(self, timeout)
-    }
-    fn name(&self) -> String {
-        ScheduledExecutor::name(self)
-    }
-}
-
-/// N executors of one kind, made once, never reconfigured.
+/// N executors of one kind in an [`ExecutorGroup`], made once, never reconfigured.
 pub(crate) struct ExecutorPool<E> {
-    /// The executors, in index order; executor `i` runs on thread `{pool_name}-{pool_id}-{i+1}`.
-    executors: Box<[E]>,
-    pool_name: String,
-    /// Calls of `get_executor` so far (round robin); wraps like Java's `int`.
-    round_robin: AtomicUsize,
-    /// Set by `shutdown_now` before it stops the executors.
-    is_shutdown: AtomicBool,
+    /// Executor `i` runs on thread `{pool_name}-{pool_id}-{i + 1}`; no thread starts before
+    /// an executor's first task.
+    group: ExecutorGroup<E>,
 }
 
-impl<E: PoolMember> ExecutorPool<E> {
+impl<E: GroupMember> ExecutorPool<E> {
     /// Makes `num_threads` executors with `make`, each given the thread factory that names its
     /// thread. No thread starts here.
     pub(crate) fn new(
         num_threads: usize,
         pool_name: String,
-        mut make: impl FnMut(ProviderThreadFactory) -> E,
+        make: impl FnMut(IndexedThreadFactory) -> E,
     ) -> Result<Self, InvalidThreadCount> {
         if num_threads == 0 {
             return Err(InvalidThreadCount::new(&pool_name));
         }
-        let ids = Arc::new(NamedThreadFactory::new(pool_name.clone()));
-        let executors = (1..=num_threads)
-            .map(|n| make(ProviderThreadFactory::new(Arc::clone(&ids), n)))
-            .collect();
         Ok(Self {
-            executors,
-            pool_name,
-            round_robin: AtomicUsize::new(0),
-            is_shutdown: AtomicBool::new(false),
+            group: ExecutorGroup::from_fn(pool_name, num_threads, make),
         })
     }
 
+    /// Round robin over the executors in index order.
     pub(crate) fn get_executor(&self) -> &E {
-        let counter = self.round_robin.fetch_add(1, Ordering::Relaxed);
-        &self.executors[index_for_round(counter, self.executors.len())]
+        self.group.next()
     }
 
     pub(crate) fn get_executor_for_key<K: Hash + ?Sized>(&self, key: &K) -> &E {
-        &self.executors[index_for_key(key, self.executors.len())]
+        self.group.select_for_key(key)
     }
 
+    /// Java's index for the bytes (Murmur3, masked to 31 bits, modulo N).
     pub(crate) fn get_executor_for_bytes(&self, key: &[u8]) -> &E {
-        &self.executors[index_for_bytes(key, self.executors.len())]
+        &self.group.executors()[index_for_bytes(key, self.group.len())]
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.executors.len()
+        self.group.len()
     }
 
     pub(crate) fn executors(&self) -> &[E] {
-        &self.executors
+        self.group.executors()
     }
 
     pub(crate) fn pool_name(&self) -> &str {
-        &self.pool_name
+        self.group.pool_name()
     }
 
     /// Stops every executor first (so none keeps running while another is awaited), then waits
-    /// up to `timeout` for each in turn, warning with the thread's name for each that is still
+    /// up to `timeout` for all of them, warning with the thread's name for each that is still
     /// running a task. Returns the tasks that never started, executor by executor.
     pub(crate) fn shutdown_now(&self, timeout: Duration) -> Vec<Task> {
-        self.is_shutdown.store(true, Ordering::Release);
-        let mut unstarted = Vec::new();
-        for executor in self.executors.iter() {
-            unstarted.extend(executor.shutdown_now());
-        }
-        for executor in self.executors.iter() {
-            if !executor.await_termination(timeout) {
-                tracing::warn!(
-                    pool = %self.pool_name,
-                    thread = %executor.name(),
-                    ?timeout,
-                    "executor did not terminate in time: its thread is still running a task"
-                );
-            }
-        }
-        unstarted
+        self.group.shutdown_now_within(timeout).0
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
-        self.is_shutdown.load(Ordering::Acquire)
+        self.group.is_shutdown()
     }
 }
 
-impl<E> fmt::Debug for ExecutorPool<E> {
+impl<E: GroupMember> fmt::Debug for ExecutorPool<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecutorPool")
-            .field("pool_name", &self.pool_name)
-            .field("threads", &self.executors.len())
-            .field("is_shutdown", &self.is_shutdown.load(Ordering::Acquire))
+            .field("group", &self.group)
             .finish()
     }
 }

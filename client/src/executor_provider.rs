@@ -66,13 +66,13 @@ impl ExecutorProvider {
         Ok(Self { pool })
     }
 
-    /// The next executor, round robin (Java's `(counter++ & Integer.MAX_VALUE) % n`).
+    /// The next executor, round robin in index order (the executor group's `next`).
     pub fn get_executor(&self) -> &SingleThreadExecutor {
         self.pool.get_executor()
     }
 
-    /// The executor for `key`: always the same one for equal keys (a fixed-key SipHash of the
-    /// key, masked to 31 bits, modulo N).
+    /// The executor for `key`: always the same one for equal keys (the executor group's
+    /// `select_for_key`: a fixed-key SipHash of the key, by mask or modulo N).
     pub fn get_executor_for_key<K: Hash + ?Sized>(&self, key: &K) -> &SingleThreadExecutor {
         self.pool.get_executor_for_key(key)
     }

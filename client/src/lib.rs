@@ -58,7 +58,6 @@ mod executor_index;
 mod executor_pool;
 mod executor_provider;
 mod murmur3;
-mod provider_thread_factory;
 mod scheduled_executor_provider;
 
 pub use client::PulsarClient;

@@ -1,6 +1,7 @@
 //! `ExecutorGroup`: N single-thread executors picked round robin, by index or by key.
 
 use crate::executors::pulsar_executors::PulsarExecutors;
+use crate::executors::scheduled::ScheduledExecutor;
 use crate::executors::single_thread_executor::SingleThreadExecutor;
 use crate::executors::task::Task;
 use crate::executors::thread_factory::{NamedThreadFactory, ThreadFactory};
@@ -58,15 +59,65 @@ use std::time::{Duration, Instant};
 /// assert!(group.shutdown_gracefully(Duration::from_secs(10)));
 /// assert!(group.is_terminated());
 /// ```
-pub struct ExecutorGroup {
+pub struct ExecutorGroup<E = SingleThreadExecutor> {
     /// The children, in index order.
-    executors: Box<[SingleThreadExecutor]>,
+    executors: Box<[E]>,
     /// `len - 1` when the length is a power of two (select by mask), else `None` (remainder).
     mask: Option<usize>,
     /// Round-robin cursor of `next`; wraps on overflow.
     cursor: AtomicUsize,
     pool_name: String,
 }
+
+/// An executor an [`ExecutorGroup`] can hold: [`SingleThreadExecutor`] and
+/// [`ScheduledExecutor`] (a client's scheduled provider is a group of those).
+pub trait GroupMember: Send + Sync + 'static {
+    /// Starts a graceful shutdown.
+    fn shutdown(&self);
+    /// Stops, returning the queued tasks.
+    fn shutdown_now(&self) -> Vec<Task>;
+    /// Waits up to `timeout` for termination.
+    fn await_termination(&self, timeout: Duration) -> bool;
+    /// Whether it has been shut down.
+    fn is_shutdown(&self) -> bool;
+    /// Whether it has terminated.
+    fn is_terminated(&self) -> bool;
+    /// Tasks accepted and not yet started.
+    fn pending_tasks(&self) -> usize;
+    /// Its worker thread's name (once started), for log lines.
+    fn name(&self) -> String;
+}
+
+macro_rules! group_member {
+    ($executor:ty) => {
+        impl GroupMember for $executor {
+            fn shutdown(&self) {
+                <$executor>::shutdown(self)
+            }
+            fn shutdown_now(&self) -> Vec<Task> {
+                <$executor>::shutdown_now(self)
+            }
+            fn await_termination(&self, timeout: Duration) -> bool {
+                <$executor>::await_termination(self, timeout)
+            }
+            fn is_shutdown(&self) -> bool {
+                <$executor>::is_shutdown(self)
+            }
+            fn is_terminated(&self) -> bool {
+                <$executor>::is_terminated(self)
+            }
+            fn pending_tasks(&self) -> usize {
+                <$executor>::pending_tasks(self)
+            }
+            fn name(&self) -> String {
+                <$executor>::name(self)
+            }
+        }
+    };
+}
+
+group_member!(SingleThreadExecutor);
+group_member!(ScheduledExecutor);
 
 impl ExecutorGroup {
     /// `threads` executors whose threads are named `{pool_name}-{pool_id}-{index + 1}`, with
@@ -90,6 +141,52 @@ impl ExecutorGroup {
             idle_trim_after: None,
         }
     }
+}
+
+impl<E: GroupMember> ExecutorGroup<E> {
+    /// A group of `threads` executors of any kind made by `make`, which gets each executor's
+    /// thread factory: executor `i`'s thread is named `{pool_name}-{pool_id}-{i + 1}`, one pool
+    /// id for the group. (The client's scheduled-executor provider is built this way.)
+    ///
+    /// # Panics
+    ///
+    /// If `threads` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::{ExecutorGroup, ScheduledExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let timers = ExecutorGroup::from_fn("timers", 2, ScheduledExecutor::new);
+    /// let handle = timers.next().schedule(Duration::from_millis(1), || 5).unwrap();
+    /// assert_eq!(handle.join().unwrap(), 5);
+    /// timers.shutdown_now();
+    /// ```
+    pub fn from_fn(
+        pool_name: impl Into<String>,
+        threads: usize,
+        make: impl FnMut(IndexedThreadFactory) -> E,
+    ) -> Self {
+        let pool_name = pool_name.into();
+        assert!(threads > 0, "an executor group needs at least one thread");
+        let pool = Arc::new(NamedThreadFactory::new(pool_name.clone()));
+        let executors = (1..=threads)
+            .map(|n| IndexedThreadFactory::new(Arc::clone(&pool), n))
+            .map(make)
+            .collect();
+        Self::from_parts(pool_name, executors)
+    }
+
+    fn from_parts(pool_name: String, executors: Box<[E]>) -> Self {
+        let threads = executors.len();
+        ExecutorGroup {
+            mask: threads.is_power_of_two().then(|| threads - 1),
+            executors,
+            cursor: AtomicUsize::new(0),
+            pool_name,
+        }
+    }
 
     /// Number of executors.
     pub fn len(&self) -> usize {
@@ -102,26 +199,26 @@ impl ExecutorGroup {
     }
 
     /// The executors, in index order (`select(i)` is `executors()[i]` for `i < len()`).
-    pub fn executors(&self) -> &[SingleThreadExecutor] {
+    pub fn executors(&self) -> &[E] {
         &self.executors
     }
 
     /// The next executor in round-robin order, starting at index 0.
     #[inline]
-    pub fn next(&self) -> &SingleThreadExecutor {
+    pub fn next(&self) -> &E {
         self.select(self.cursor.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The executor for `index`: `index & (len - 1)` when `len` is a power of two, else
     /// `index % len`. The same index always gives the same executor.
     #[inline]
-    pub fn select(&self, index: usize) -> &SingleThreadExecutor {
+    pub fn select(&self, index: usize) -> &E {
         &self.executors[self.index_for(index)]
     }
 
     /// The executor a key is pinned to: the same key (by `Hash`) always gives the same
     /// executor of this group.
-    pub fn select_for_key<K: Hash + ?Sized>(&self, key: &K) -> &SingleThreadExecutor {
+    pub fn select_for_key<K: Hash + ?Sized>(&self, key: &K) -> &E {
         &self.executors[self.index_for_key(key)]
     }
 
@@ -158,6 +255,30 @@ impl ExecutorGroup {
         tasks
     }
 
+    /// Stops every executor (`shutdown_now`), then waits until all have terminated or
+    /// `timeout` has passed — one deadline for the whole group — logging a warning that names
+    /// each executor still running a task (Rust cannot interrupt it). Returns the tasks that
+    /// never started, executor by executor, and whether all terminated.
+    pub fn shutdown_now_within(&self, timeout: Duration) -> (Vec<Task>, bool) {
+        let tasks = self.shutdown_now();
+        let terminated = self.await_termination(timeout);
+        if !terminated {
+            self.warn_unterminated(timeout);
+        }
+        (tasks, terminated)
+    }
+
+    fn warn_unterminated(&self, timeout: Duration) {
+        for executor in self.executors.iter().filter(|e| !e.is_terminated()) {
+            tracing::warn!(
+                group = %self.pool_name,
+                thread = %executor.name(),
+                ?timeout,
+                "executor did not terminate in time: its thread is still running a task"
+            );
+        }
+    }
+
     /// Signals every executor to shut down gracefully, then waits until all have terminated
     /// or `timeout` has passed — one deadline for the whole group. Returns whether all
     /// terminated. A child that does not finish in time neither stops the others from being
@@ -169,18 +290,7 @@ impl ExecutorGroup {
         self.shutdown();
         let terminated = self.await_termination(timeout);
         if !terminated {
-            let pending: Vec<String> = self
-                .executors
-                .iter()
-                .filter(|executor| !executor.is_terminated())
-                .map(SingleThreadExecutor::name)
-                .collect();
-            tracing::warn!(
-                group = %self.pool_name,
-                ?timeout,
-                ?pending,
-                "executor group did not terminate in time; its executors keep shutting down"
-            );
+            self.warn_unterminated(timeout);
         }
         terminated
     }
@@ -202,22 +312,17 @@ impl ExecutorGroup {
 
     /// Whether every executor has been shut down.
     pub fn is_shutdown(&self) -> bool {
-        self.executors.iter().all(SingleThreadExecutor::is_shutdown)
+        self.executors.iter().all(GroupMember::is_shutdown)
     }
 
     /// Whether every executor has terminated.
     pub fn is_terminated(&self) -> bool {
-        self.executors
-            .iter()
-            .all(SingleThreadExecutor::is_terminated)
+        self.executors.iter().all(GroupMember::is_terminated)
     }
 
     /// Tasks accepted and not yet started, over all executors.
     pub fn pending_tasks(&self) -> usize {
-        self.executors
-            .iter()
-            .map(SingleThreadExecutor::pending_tasks)
-            .sum()
+        self.executors.iter().map(GroupMember::pending_tasks).sum()
     }
 
     /// The pool name given at construction.
@@ -226,16 +331,16 @@ impl ExecutorGroup {
     }
 }
 
-impl<'a> IntoIterator for &'a ExecutorGroup {
-    type Item = &'a SingleThreadExecutor;
-    type IntoIter = std::slice::Iter<'a, SingleThreadExecutor>;
+impl<'a, E> IntoIterator for &'a ExecutorGroup<E> {
+    type Item = &'a E;
+    type IntoIter = std::slice::Iter<'a, E>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.executors.iter()
     }
 }
 
-impl fmt::Debug for ExecutorGroup {
+impl<E: GroupMember> fmt::Debug for ExecutorGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecutorGroup")
             .field("pool_name", &self.pool_name)
@@ -321,10 +426,9 @@ impl ExecutorGroupBuilder {
         let pool = Arc::new(NamedThreadFactory::new(self.pool_name.clone()));
         let factory_for = |index: usize| -> Arc<dyn ThreadFactory> {
             match &self.factories {
-                Factories::Indexed => Arc::new(IndexedThreadFactory {
-                    pool: Arc::clone(&pool),
-                    n: index + 1,
-                }),
+                Factories::Indexed => {
+                    Arc::new(IndexedThreadFactory::new(Arc::clone(&pool), index + 1))
+                }
                 Factories::Shared(factory) => Arc::clone(factory),
                 Factories::PerExecutor(make) => make(index),
             }
@@ -343,12 +447,7 @@ impl ExecutorGroupBuilder {
                 builder.build()
             })
             .collect();
-        ExecutorGroup {
-            mask: self.threads.is_power_of_two().then(|| self.threads - 1),
-            executors,
-            cursor: AtomicUsize::new(0),
-            pool_name: self.pool_name,
-        }
+        ExecutorGroup::from_parts(self.pool_name, executors)
     }
 }
 
@@ -386,21 +485,40 @@ impl fmt::Debug for Factories {
 }
 
 /// Names the thread of one executor of a group `{pool_name}-{pool_id}-{n}`, with the group's
-/// pool name and id (from its one [`NamedThreadFactory`]) and the executor's `n = index + 1`.
-struct IndexedThreadFactory {
+/// pool name and id (from its one [`NamedThreadFactory`]) and the executor's `n = index + 1`,
+/// whatever order the group's threads start in.
+pub struct IndexedThreadFactory {
     pool: Arc<NamedThreadFactory>,
     n: usize,
 }
 
+impl IndexedThreadFactory {
+    /// The factory of executor `n` (1-based) of the group whose pool name and id `pool` holds.
+    pub fn new(pool: Arc<NamedThreadFactory>, n: usize) -> Self {
+        Self { pool, n }
+    }
+
+    /// The name this factory gives its thread.
+    pub fn thread_name(&self) -> String {
+        format!(
+            "{}-{}-{}",
+            self.pool.pool_name(),
+            self.pool.pool_id(),
+            self.n
+        )
+    }
+}
+
+impl fmt::Debug for IndexedThreadFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexedThreadFactory")
+            .field("thread_name", &self.thread_name())
+            .finish()
+    }
+}
+
 impl ThreadFactory for IndexedThreadFactory {
     fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>> {
-        thread::Builder::new()
-            .name(format!(
-                "{}-{}-{}",
-                self.pool.pool_name(),
-                self.pool.pool_id(),
-                self.n
-            ))
-            .spawn(body)
+        thread::Builder::new().name(self.thread_name()).spawn(body)
     }
 }

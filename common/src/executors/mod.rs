@@ -28,7 +28,7 @@ mod thread_factory;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder};
+pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember, IndexedThreadFactory};
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
 pub use pulsar_executors::{
     PulsarExecutors, SingleThreadExecutorBuilder, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME,
