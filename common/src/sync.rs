@@ -199,3 +199,25 @@ impl<T> std::ops::Deref for CachePadded<T> {
         &self.0
     }
 }
+
+/// Spins (with the CPU's spin-loop hint) until `ready()` or until `budget` has passed; returns
+/// whether `ready()` was seen. Checks the clock every 64 spins. Under loom it returns at once
+/// (`SPIN_ENABLED` is off): the models explore the blocking paths instead.
+#[inline]
+pub(crate) fn spin_until(mut ready: impl FnMut() -> bool, budget: std::time::Duration) -> bool {
+    if !SPIN_ENABLED {
+        return ready();
+    }
+    let start = std::time::Instant::now();
+    let mut spins: u32 = 0;
+    loop {
+        if ready() {
+            return true;
+        }
+        std::hint::spin_loop();
+        spins = spins.wrapping_add(1);
+        if spins % 64 == 0 && start.elapsed() >= budget {
+            return false;
+        }
+    }
+}

@@ -10,7 +10,8 @@ use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::{
-    Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED,
+    spin_until, Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering,
+    SPIN_ENABLED,
 };
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
@@ -450,20 +451,8 @@ impl ExecutorCore {
     /// A short bounded spin, then a few yields, watching for work; an idle executor then parks
     /// and costs no CPU.
     fn spin_for_work(&self) {
-        if !SPIN_ENABLED {
+        if !SPIN_ENABLED || spin_until(|| self.work_hint(), SPIN_FOR) {
             return;
-        }
-        let start = Instant::now();
-        let mut spins: u32 = 0;
-        loop {
-            if self.work_hint() {
-                return;
-            }
-            std::hint::spin_loop();
-            spins = spins.wrapping_add(1);
-            if spins % 64 == 0 && start.elapsed() >= SPIN_FOR {
-                break;
-            }
         }
         for _ in 0..YIELDS_BEFORE_PARK {
             if self.work_hint() {
