@@ -9,16 +9,11 @@ use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::sync::{
-    spin_until, Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering,
-    SPIN_ENABLED,
-};
+use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
-use std::thread::{self, ThreadId};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Run states, in the order they are reached (a state never goes back).
 ///
@@ -32,11 +27,6 @@ pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTDOWN: u8 = 1;
 pub(crate) const STOP: u8 = 2;
 pub(crate) const TERMINATED: u8 = 3;
-
-/// How long an idle worker spins on the queue length before it yields and then parks.
-const SPIN_FOR: Duration = Duration::from_micros(50);
-/// How many `yield_now` calls follow the spin before the worker parks.
-const YIELDS_BEFORE_PARK: u32 = 4;
 
 /// Whether the worker thread exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,28 +65,17 @@ pub(crate) struct ExecutorCore {
     batch: CachePadded<TaskBatch>,
     /// The parked worker waits here (with the `queue` lock).
     work_available: Condvar,
-    /// `await_termination` waits here (with the `queue` lock).
-    termination: Condvar,
     /// `!queue.ring.is_empty()`, written under the queue lock only when that changes (the push
     /// that makes the ring non-empty, the swap or drain that empties it): what the spinning
     /// worker polls, on a line of its own, so a steady stream of pushes does not bounce it.
     has_work: CachePadded<AtomicBool>,
-    /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
-    run: AtomicU8,
-    factory: std::sync::Arc<dyn ThreadFactory>,
+    /// Run-state mirror, termination signalling, naming, thread start, panic boundary, spin.
+    lifecycle: WorkerLifecycle,
     /// After this long without work the parked worker trims the ring; `None`: never.
     idle_trim_after: Option<Duration>,
-    /// Process-wide executor number, for `Debug` and log lines before a thread has a name.
-    id: u64,
-    /// The worker thread's name, once started.
-    thread_name: OnceLock<String>,
-    /// The worker thread's id, once it runs: `await_termination` on it returns at once.
-    worker_thread: OnceLock<ThreadId>,
     /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
     wakeups: AtomicU64,
 }
-
-static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
 
 impl ExecutorCore {
     pub(crate) fn new(
@@ -113,28 +92,20 @@ impl ExecutorCore {
             })),
             batch: CachePadded(TaskBatch::new()),
             work_available: Condvar::new(),
-            termination: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
-            run: AtomicU8::new(RUNNING),
-            factory,
+            lifecycle: WorkerLifecycle::new(factory, "single-thread-executor", RUNNING),
             idle_trim_after,
-            id: NEXT_EXECUTOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            thread_name: OnceLock::new(),
-            worker_thread: OnceLock::new(),
             wakeups: AtomicU64::new(0),
         }
     }
 
     /// A name for logs: the worker thread's name once it exists.
     pub(crate) fn name(&self) -> String {
-        match self.thread_name.get() {
-            Some(name) => name.clone(),
-            None => format!("single-thread-executor#{}", self.id),
-        }
+        self.lifecycle.name()
     }
 
     pub(crate) fn run_state(&self) -> u8 {
-        self.run.load(Ordering::Acquire)
+        self.lifecycle.run_state()
     }
 
     /// Accepts `task` unless the executor is shut down; starts the worker on first use.
@@ -206,22 +177,12 @@ impl ExecutorCore {
         }
     }
 
-    #[cfg(not(loom))]
+    /// Under loom `spawn` refuses: the models start the worker themselves
+    /// (see `new_started_for_loom`).
     fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
         let core = Arc::clone(this);
-        let handle = this
-            .factory
-            .new_thread(Box::new(move || Self::run_worker(&core)))?;
-        if let Some(name) = handle.thread().name() {
-            let _ = this.thread_name.set(name.to_owned());
-        }
-        Ok(())
-    }
-
-    /// Under loom the models start the worker themselves (see `new_started_for_loom`).
-    #[cfg(loom)]
-    fn spawn_worker(_this: &Arc<Self>) -> std::io::Result<()> {
-        Err(std::io::Error::other("no thread factory under loom"))
+        this.lifecycle
+            .spawn(Box::new(move || Self::run_worker(&core)))
     }
 
     /// A core whose worker the loom model runs itself, on a loom thread, via `run_worker`.
@@ -232,7 +193,7 @@ impl ExecutorCore {
             fn new_thread(
                 &self,
                 _body: Box<dyn FnOnce() + Send + 'static>,
-            ) -> std::io::Result<thread::JoinHandle<()>> {
+            ) -> std::io::Result<std::thread::JoinHandle<()>> {
                 Err(std::io::Error::other("no threads under loom"))
             }
         }
@@ -246,8 +207,7 @@ impl ExecutorCore {
     pub(crate) fn shutdown(this: &Arc<Self>) {
         let mut queue = this.queue.lock();
         if queue.run == RUNNING {
-            queue.run = SHUTDOWN;
-            this.run.store(SHUTDOWN, Ordering::Release);
+            this.lifecycle.set_run(&mut queue.run, SHUTDOWN);
         }
         let restart = queue.worker == WorkerState::NotStarted && !queue.ring.is_empty();
         this.terminate_if_workerless(&mut queue);
@@ -278,8 +238,7 @@ impl ExecutorCore {
     pub(crate) fn shutdown_now(&self) -> Vec<Task> {
         let mut queue = self.queue.lock();
         if queue.run < STOP {
-            queue.run = STOP;
-            self.run.store(STOP, Ordering::Release);
+            self.lifecycle.set_run(&mut queue.run, STOP);
         }
         let mut taken = Vec::new();
         // SAFETY: the queue lock is held.
@@ -311,32 +270,13 @@ impl ExecutorCore {
     }
 
     fn mark_terminated(&self, queue: &mut QueueState) {
-        queue.run = TERMINATED;
-        self.run.store(TERMINATED, Ordering::Release);
-        self.termination.notify_all();
+        self.lifecycle.mark_terminated(&mut queue.run);
     }
 
     /// Waits until the worker has exited (or was never needed), at most `timeout`.
     pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
-        if self.worker_thread.get() == Some(&thread::current().id()) {
-            // The worker cannot outlive itself: waiting here could only time out.
-            return self.run_state() == TERMINATED;
-        }
-        let deadline = Instant::now().checked_add(timeout);
-        let mut queue = self.queue.lock();
-        while queue.run != TERMINATED {
-            match deadline {
-                None => queue = self.termination.wait(queue),
-                Some(deadline) => {
-                    let remaining = deadline.saturating_duration_since(Instant::now());
-                    if remaining.is_zero() {
-                        return false;
-                    }
-                    queue = self.termination.wait_timeout(queue, remaining).0;
-                }
-            }
-        }
-        true
+        self.lifecycle
+            .await_termination(&self.queue, |queue| queue.run, timeout)
     }
 
     /// Tasks accepted and not yet started.
@@ -355,7 +295,7 @@ impl ExecutorCore {
 
     /// The worker thread's body.
     pub(crate) fn run_worker(core: &Self) {
-        let _ = core.worker_thread.set(thread::current().id());
+        core.lifecycle.enter_worker();
         // Signals termination however the loop ends (it only ends by returning, since task
         // panics are caught; the guard keeps that true if the loop ever gains a panic path).
         struct Terminator<'a>(&'a ExecutorCore);
@@ -371,20 +311,11 @@ impl ExecutorCore {
             // SAFETY: this is the worker; it refills/releases the batch only in
             // `refill_batch`, after this loop.
             while let Some(task) = unsafe { core.batch.claim() } {
-                core.run_task(task);
+                core.lifecycle.run_task(task);
             }
             if !core.refill_batch() {
                 return;
             }
-        }
-    }
-
-    #[inline]
-    fn run_task(&self, task: RawTask) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-            let factory = &*self.factory;
-            // The hook must not panic; if it does, its payload is dropped here.
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
         }
     }
 
@@ -434,7 +365,7 @@ impl ExecutorCore {
     /// Whether there may be work or a state change to act on (a lock-free hint).
     #[inline]
     fn work_hint(&self) -> bool {
-        self.has_work.load(Ordering::Relaxed) || self.run.load(Ordering::Relaxed) != RUNNING
+        self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
     }
 
     /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
@@ -448,18 +379,9 @@ impl ExecutorCore {
         }
     }
 
-    /// A short bounded spin, then a few yields, watching for work; an idle executor then parks
-    /// and costs no CPU.
+    /// Spins briefly for work, then yields a few times (see `WorkerLifecycle::spin_for_work`).
     fn spin_for_work(&self) {
-        if !SPIN_ENABLED || spin_until(|| self.work_hint(), SPIN_FOR) {
-            return;
-        }
-        for _ in 0..YIELDS_BEFORE_PARK {
-            if self.work_hint() {
-                return;
-            }
-            thread::yield_now();
-        }
+        self.lifecycle.spin_for_work(|| self.work_hint());
     }
 }
 

@@ -24,6 +24,7 @@ mod task_batch;
 mod task_error;
 mod task_handle;
 mod thread_factory;
+mod worker_lifecycle;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

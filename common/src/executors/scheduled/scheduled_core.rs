@@ -15,21 +15,13 @@ use crate::executors::scheduled::timer_heap::TimerHeap;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::sync::{
-    Arc, AtomicBool, AtomicU8, CachePadded, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED,
-};
+use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
-use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-/// How long an idle worker spins on its has-work flag before it yields and then parks.
-const SPIN_FOR: Duration = Duration::from_micros(50);
-/// How many `yield_now` calls follow the spin before the worker parks.
-const YIELDS_BEFORE_PARK: u32 = 4;
 /// How long the worker must have been idle before it gives the memory of a burst back.
 const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
 
@@ -67,23 +59,13 @@ pub(crate) struct ScheduledCore {
     /// The parked worker waits here (with the `queue` lock), with a timeout when a timer is
     /// armed.
     work_available: Condvar,
-    /// `await_termination` waits here (with the `queue` lock).
-    termination: Condvar,
     /// Whether the ring has tasks: set by the producer whose push made it non-empty, cleared
     /// by the worker when it takes them, on its own cache line. What the spinning worker polls.
     has_work: CachePadded<AtomicBool>,
-    /// Mirror of `queue.run`, written under the lock: lock-free `is_shutdown`.
-    run: AtomicU8,
-    factory: std::sync::Arc<dyn ThreadFactory>,
-    /// Process-wide executor number, for `Debug` and log lines before a thread has a name.
-    id: u64,
-    /// The worker thread's name, once started.
-    thread_name: OnceLock<String>,
-    /// The worker thread's id, once it runs: `await_termination` on it returns at once.
-    worker_thread: OnceLock<ThreadId>,
+    /// Run-state mirror, termination signalling, naming, thread start, panic boundary, spin
+    /// (shared with the plain executor's core).
+    lifecycle: WorkerLifecycle,
 }
-
-static NEXT_SCHEDULED_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A one-shot timer handed back by `shutdown_now`, as a [`Task`].
 ///
@@ -129,26 +111,18 @@ impl ScheduledCore {
             batch: CachePadded(TaskBatch::new()),
             due: CachePadded(Mutex::new(VecDeque::new())),
             work_available: Condvar::new(),
-            termination: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
-            run: AtomicU8::new(RUNNING),
-            factory,
-            id: NEXT_SCHEDULED_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            thread_name: OnceLock::new(),
-            worker_thread: OnceLock::new(),
+            lifecycle: WorkerLifecycle::new(factory, "scheduled-executor", RUNNING),
         }
     }
 
     /// A name for logs: the worker thread's name once it exists.
     pub(crate) fn name(&self) -> String {
-        match self.thread_name.get() {
-            Some(name) => name.clone(),
-            None => format!("scheduled-executor#{}", self.id),
-        }
+        self.lifecycle.name()
     }
 
     pub(crate) fn run_state(&self) -> u8 {
-        self.run.load(Ordering::Acquire)
+        self.lifecycle.run_state()
     }
 
     // ---- admission -----------------------------------------------------------------------
@@ -246,22 +220,12 @@ impl ScheduledCore {
         }
     }
 
-    #[cfg(not(loom))]
+    /// Under loom `spawn` refuses: the models run the worker's steps themselves (see
+    /// `new_started_for_loom`).
     fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
         let core = Arc::clone(this);
-        let handle = this
-            .factory
-            .new_thread(Box::new(move || Self::run_worker(&core)))?;
-        if let Some(name) = handle.thread().name() {
-            let _ = this.thread_name.set(name.to_owned());
-        }
-        Ok(())
-    }
-
-    /// Under loom the models run the worker's steps themselves (see `new_started_for_loom`).
-    #[cfg(loom)]
-    fn spawn_worker(_this: &Arc<Self>) -> std::io::Result<()> {
-        Err(std::io::Error::other("no thread factory under loom"))
+        this.lifecycle
+            .spawn(Box::new(move || Self::run_worker(&core)))
     }
 
     /// A core whose worker the loom model drives itself, through `run_ready`.
@@ -272,7 +236,7 @@ impl ScheduledCore {
             fn new_thread(
                 &self,
                 _body: Box<dyn FnOnce() + Send + 'static>,
-            ) -> std::io::Result<thread::JoinHandle<()>> {
+            ) -> std::io::Result<std::thread::JoinHandle<()>> {
                 Err(std::io::Error::other("no threads under loom"))
             }
         }
@@ -356,8 +320,7 @@ impl ScheduledCore {
     pub(crate) fn shutdown(this: &Arc<Self>) {
         let mut queue = this.queue.lock();
         if queue.run == RUNNING {
-            queue.run = SHUTDOWN;
-            this.run.store(SHUTDOWN, Ordering::Release);
+            this.lifecycle.set_run(&mut queue.run, SHUTDOWN);
         }
         let mut periodic = queue.timers.extract(|entry| entry.is_periodic());
         {
@@ -410,8 +373,7 @@ impl ScheduledCore {
     pub(crate) fn shutdown_now(this: &Arc<Self>) -> Vec<Task> {
         let mut queue = this.queue.lock();
         if queue.run < STOP {
-            queue.run = STOP;
-            this.run.store(STOP, Ordering::Release);
+            this.lifecycle.set_run(&mut queue.run, STOP);
         }
         let mut timers: Vec<_> = this.due.lock().drain(..).collect();
         timers.extend(queue.timers.drain_in_order());
@@ -463,32 +425,13 @@ impl ScheduledCore {
     }
 
     fn mark_terminated(&self, queue: &mut QueueState) {
-        queue.run = TERMINATED;
-        self.run.store(TERMINATED, Ordering::Release);
-        self.termination.notify_all();
+        self.lifecycle.mark_terminated(&mut queue.run);
     }
 
     /// Waits until the worker has exited (or was never needed), at most `timeout`.
     pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
-        if self.worker_thread.get() == Some(&thread::current().id()) {
-            // The worker cannot outlive itself: waiting here could only time out.
-            return self.run_state() == TERMINATED;
-        }
-        let deadline = Instant::now().checked_add(timeout);
-        let mut queue = self.queue.lock();
-        while queue.run != TERMINATED {
-            match deadline {
-                None => queue = self.termination.wait(queue),
-                Some(deadline) => {
-                    let remaining = deadline.saturating_duration_since(Instant::now());
-                    if remaining.is_zero() {
-                        return false;
-                    }
-                    queue = self.termination.wait_timeout(queue, remaining).0;
-                }
-            }
-        }
-        true
+        self.lifecycle
+            .await_termination(&self.queue, |queue| queue.run, timeout)
     }
 
     // ---- introspection -------------------------------------------------------------------
@@ -522,7 +465,7 @@ impl ScheduledCore {
 
     /// The worker thread's body.
     pub(crate) fn run_worker(this: &Arc<Self>) {
-        let _ = this.worker_thread.set(thread::current().id());
+        this.lifecycle.enter_worker();
         // Signals termination however the loop ends.
         struct Terminator<'a>(&'a ScheduledCore);
         impl Drop for Terminator<'_> {
@@ -546,7 +489,7 @@ impl ScheduledCore {
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
         while let Some(task) = unsafe { this.batch.claim() } {
-            this.run_task(task);
+            this.lifecycle.run_task(task);
         }
         loop {
             let next = this.due.lock().pop_front();
@@ -560,23 +503,9 @@ impl ScheduledCore {
             // at the same boundary as a task's.
             let fired = panic::catch_unwind(AssertUnwindSafe(|| Self::fire(this, entry)));
             if let Err(payload) = fired {
-                this.report_panic(payload);
+                this.lifecycle.report_panic(payload);
             }
         }
-    }
-
-    #[inline]
-    fn run_task(&self, task: RawTask) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-            self.report_panic(payload);
-        }
-    }
-
-    /// Hands a caught panic to the thread factory's hook.
-    fn report_panic(&self, payload: Box<dyn std::any::Any + Send>) {
-        let factory = &*self.factory;
-        // The hook must not panic; if it does, its payload is dropped here.
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
     }
 
     /// Moves what is ready into the (empty) batch: the queued immediate tasks, then the timers
@@ -688,29 +617,9 @@ impl ScheduledCore {
     /// A short bounded spin, then a few yields, watching for immediate work; an idle executor
     /// then parks (until the next deadline, if a timer is armed) and costs no CPU.
     fn spin_for_work(&self) {
-        if !SPIN_ENABLED {
-            return;
-        }
-        let has_work =
-            || self.has_work.load(Ordering::Relaxed) || self.run.load(Ordering::Relaxed) != RUNNING;
-        let start = Instant::now();
-        let mut spins: u32 = 0;
-        loop {
-            if has_work() {
-                return;
-            }
-            std::hint::spin_loop();
-            spins = spins.wrapping_add(1);
-            if spins % 64 == 0 && start.elapsed() >= SPIN_FOR {
-                break;
-            }
-        }
-        for _ in 0..YIELDS_BEFORE_PARK {
-            if has_work() {
-                return;
-            }
-            thread::yield_now();
-        }
+        self.lifecycle.spin_for_work(|| {
+            self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
+        });
     }
 
     /// One worker step without waiting (loom models): moves what is ready and runs it.

@@ -1,0 +1,167 @@
+//! `WorkerLifecycle`: what every executor core shares with its one worker thread — the run
+//! state's lock-free mirror, termination signalling, naming, thread start, the panic boundary
+//! and the bounded idle spin. `ExecutorCore` and `ScheduledCore` both stand on it, so these
+//! rules are written once.
+
+use crate::executors::executor_core::TERMINATED;
+use crate::executors::raw_task::RawTask;
+use crate::executors::thread_factory::ThreadFactory;
+use crate::sync::{spin_until, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker spins on its work hint before it yields and then parks.
+const SPIN_FOR: Duration = Duration::from_micros(50);
+/// How many `yield_now` calls follow the spin before the worker parks.
+const YIELDS_BEFORE_PARK: u32 = 4;
+
+static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The lifecycle half of an executor core.
+pub(crate) struct WorkerLifecycle {
+    /// Mirror of the run state kept under the core's queue lock (written only through
+    /// [`set_run`](Self::set_run) while holding it): lock-free `is_shutdown`/`is_terminated`.
+    run: AtomicU8,
+    /// `await_termination` waits here, with the core's queue lock.
+    termination: Condvar,
+    factory: std::sync::Arc<dyn ThreadFactory>,
+    /// `{kind}#{id}` names the executor in logs until its thread has a name.
+    kind: &'static str,
+    id: u64,
+    /// The worker thread's name, once started.
+    thread_name: OnceLock<String>,
+    /// The worker thread's id, once it runs: `await_termination` on it returns at once.
+    worker_thread: OnceLock<ThreadId>,
+}
+
+impl WorkerLifecycle {
+    pub(crate) fn new(
+        factory: std::sync::Arc<dyn ThreadFactory>,
+        kind: &'static str,
+        run: u8,
+    ) -> Self {
+        Self {
+            run: AtomicU8::new(run),
+            termination: Condvar::new(),
+            factory,
+            kind,
+            id: NEXT_EXECUTOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            thread_name: OnceLock::new(),
+            worker_thread: OnceLock::new(),
+        }
+    }
+
+    /// A name for logs: the worker thread's name once it exists.
+    pub(crate) fn name(&self) -> String {
+        match self.thread_name.get() {
+            Some(name) => name.clone(),
+            None => format!("{}#{}", self.kind, self.id),
+        }
+    }
+
+    /// The run state, read without the lock.
+    #[inline]
+    pub(crate) fn run_state(&self) -> u8 {
+        self.run.load(Ordering::Acquire)
+    }
+
+    /// The run state for spin exit tests (a hint).
+    #[inline]
+    pub(crate) fn run_state_hint(&self) -> u8 {
+        self.run.load(Ordering::Relaxed)
+    }
+
+    /// Moves the locked run state `slot` to `run` and mirrors it. Caller holds the queue lock.
+    pub(crate) fn set_run(&self, slot: &mut u8, run: u8) {
+        *slot = run;
+        self.run.store(run, Ordering::Release);
+    }
+
+    /// Marks the executor terminated and wakes every `await_termination`. Caller holds the
+    /// queue lock.
+    pub(crate) fn mark_terminated(&self, slot: &mut u8) {
+        self.set_run(slot, TERMINATED);
+        self.termination.notify_all();
+    }
+
+    /// Waits until the state `run_of` reads under `queue` is `TERMINATED`, at most `timeout`.
+    /// On the worker thread itself it returns at once (the worker cannot outlive itself).
+    pub(crate) fn await_termination<Q>(
+        &self,
+        queue: &Mutex<Q>,
+        run_of: impl Fn(&Q) -> u8,
+        timeout: Duration,
+    ) -> bool {
+        if self.worker_thread.get() == Some(&thread::current().id()) {
+            return self.run_state() == TERMINATED;
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        let mut guard: MutexGuard<'_, Q> = queue.lock();
+        while run_of(&guard) != TERMINATED {
+            match deadline {
+                None => guard = self.termination.wait(guard),
+                Some(deadline) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return false;
+                    }
+                    guard = self.termination.wait_timeout(guard, remaining).0;
+                }
+            }
+        }
+        true
+    }
+
+    /// Starts the worker thread with the thread factory (user code: call it without locks).
+    #[cfg(not(loom))]
+    pub(crate) fn spawn(&self, body: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
+        let handle = self.factory.new_thread(body)?;
+        if let Some(name) = handle.thread().name() {
+            let _ = self.thread_name.set(name.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Under loom the models run the worker themselves.
+    #[cfg(loom)]
+    pub(crate) fn spawn(&self, _body: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
+        Err(std::io::Error::other("no thread factory under loom"))
+    }
+
+    /// Called first thing on the worker thread.
+    pub(crate) fn enter_worker(&self) {
+        let _ = self.worker_thread.set(thread::current().id());
+    }
+
+    /// Runs a task at the one panic boundary: a panic goes to the factory's hook.
+    #[inline]
+    pub(crate) fn run_task(&self, task: RawTask) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+            self.report_panic(payload);
+        }
+    }
+
+    /// Hands a caught panic to the thread factory's hook (which must not panic; if it does,
+    /// its payload is dropped here).
+    pub(crate) fn report_panic(&self, payload: Box<dyn std::any::Any + Send>) {
+        let factory = &*self.factory;
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
+    }
+
+    /// A short bounded spin, then a few yields, watching `work_hint`; an idle executor then
+    /// parks and costs no CPU.
+    pub(crate) fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
+        if !SPIN_ENABLED || spin_until(&work_hint, SPIN_FOR) {
+            return;
+        }
+        for _ in 0..YIELDS_BEFORE_PARK {
+            if work_hint() {
+                return;
+            }
+            thread::yield_now();
+        }
+    }
+}
