@@ -9,7 +9,7 @@
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`), in `target/loom`
 //! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor, the
-//!    zero-allocation binary), in `target/valgrind`
+//!    scheduled executor, the zero-allocation binary), in `target/valgrind`
 //!
 //! Flags: `--no-loom`, `--no-valgrind` skip a step (CI runs everything).
 
@@ -92,10 +92,19 @@ fn valgrind_memcheck() -> Result<()> {
     }
     let runner = "valgrind --tool=memcheck --error-exitcode=97 --leak-check=full \
                   --errors-for-leak-kinds=definite --quiet";
-    let runs: [&[&str]; 3] = [
+    let runs: [&[&str]; 4] = [
         &["--lib", "raw_task"],
         &["--test", "zero_allocation"],
         &["--test", "single_thread_executor", "--", "--skip", "racing"],
+        &[
+            "--test",
+            "scheduled_executor",
+            "--",
+            "--skip",
+            "racing",
+            "--skip",
+            "million",
+        ],
     ];
     for run in runs {
         let mut memcheck = cargo();
