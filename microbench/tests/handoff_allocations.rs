@@ -10,7 +10,7 @@ use microbench::executors::{
 use microbench::handoff::{latch_cost, submit_and_complete};
 use microbench::latch::CountdownLatch;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator;
@@ -36,11 +36,17 @@ fn worker_snapshot<H: Submit>(handle: &H) -> AllocStats {
 /// Allocations per batch of `tasks` tasks on a warmed `E`, net of the latch: (submitting
 /// thread, worker thread).
 fn allocations_per_batch<E: Executor>(tasks: usize) -> (f64, f64) {
+    allocations_per_batch_settled::<E>(tasks, |_| {})
+}
+
+/// As `allocations_per_batch`, with `settle` run on the executor after the warm-up.
+fn allocations_per_batch_settled<E: Executor>(tasks: usize, settle: impl Fn(&E)) -> (f64, f64) {
     let executor = E::start();
     let handle = executor.handle();
     for _ in 0..50 {
         submit_and_complete(&handle, tasks); // grow the queue to fit
     }
+    settle(&executor);
     let worker_before = worker_snapshot(&handle);
     let ((), submitter) = alloc::measure_thread(|| {
         for _ in 0..BATCHES {
@@ -64,11 +70,63 @@ fn allocations_per_batch<E: Executor>(tasks: usize) -> (f64, f64) {
     )
 }
 
+/// Settles our executor deterministically before the measurement: (1) both of its task
+/// buffers (the ring producers fill and the worker's batch, which swap storage) grow past any
+/// burst the measurement can queue — a worker that kept up with the warm-up may have left one
+/// of them small, to grow (allocate) later; (2) the worker parks once, since a thread's first
+/// park may size parking_lot's global table of parked threads.
+fn settle_ours(executor: &PulsarExecutor) {
+    grow_both_buffers(executor, 1024);
+    park_worker_once(executor);
+}
+
+/// Fills each task buffer with `slots` tasks while the worker is blocked on the other one.
+fn grow_both_buffers(executor: &PulsarExecutor, slots: usize) {
+    let handle = executor.handle();
+    let blocker = || {
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        handle.execute(move || {
+            started_tx.send(()).unwrap();
+            blocked.recv().unwrap();
+        });
+        (release, started)
+    };
+    let fill = || {
+        for _ in 0..slots {
+            handle.execute(|| {});
+        }
+    };
+    let (release_a, started_a) = blocker();
+    started_a.recv().unwrap(); // the worker runs A from one buffer...
+    fill(); // ...while the other grows
+    let (release_b, started_b) = blocker();
+    release_a.send(()).unwrap();
+    started_b.recv().unwrap(); // it swapped that buffer in and runs B at its end...
+    fill(); // ...while the first grows
+    release_b.send(()).unwrap();
+    submit_and_complete(&handle, 1); // everything before it has run
+    assert!(executor.executor().queue_capacity() >= 2 * slots);
+}
+
+/// Makes the worker park once (see `settle_ours`).
+fn park_worker_once(executor: &PulsarExecutor) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while executor.executor().worker_wakeups() == 0 {
+        assert!(Instant::now() < deadline, "the worker never parked");
+        submit_and_complete(&executor.handle(), 1);
+        let idle_from = Instant::now();
+        while idle_from.elapsed() < Duration::from_millis(2) {
+            std::thread::yield_now(); // leave the worker idle past its spin
+        }
+    }
+}
+
 #[test]
 fn ours_allocates_nothing_per_batch_beyond_the_latch() {
     for tasks in [16, 256] {
         assert_eq!(
-            allocations_per_batch::<PulsarExecutor>(tasks),
+            allocations_per_batch_settled::<PulsarExecutor>(tasks, settle_ours),
             (0.0, 0.0),
             "K={tasks}: (submitter, worker) allocations per batch"
         );
