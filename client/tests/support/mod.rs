@@ -1,12 +1,12 @@
 //! Test fixtures shared by the client's integration tests: waiting for executors, capturing
 //! warnings, collecting what listeners saw.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use pulsar_client::{ExecutorProvider, Message};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub const LONG: Duration = Duration::from_secs(30);
+pub use pulsar_testkit::LONG;
 
 /// Waits until every task queued so far on every executor of `provider` has run (each executor
 /// is FIFO: a task submitted now runs after them).
@@ -66,42 +66,4 @@ impl Seen {
     }
 }
 
-/// Collects the WARN and ERROR events emitted on the current thread while `f` runs, as
-/// `field=value` lines.
-pub fn capture_warnings<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
-    use std::fmt::Write as _;
-    use tracing::field::{Field, Visit};
-    use tracing::{span, Event, Level, Metadata, Subscriber};
-
-    struct Capture(Arc<Mutex<Vec<String>>>);
-    struct Fields(String);
-    impl Visit for Fields {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            let _ = write!(self.0, "{}={:?} ", field.name(), value);
-        }
-    }
-    impl Subscriber for Capture {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-            span::Id::from_u64(1)
-        }
-        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-        fn event(&self, event: &Event<'_>) {
-            if *event.metadata().level() <= Level::WARN {
-                let mut fields = Fields(String::new());
-                event.record(&mut fields);
-                self.0.lock().unwrap().push(fields.0);
-            }
-        }
-        fn enter(&self, _: &span::Id) {}
-        fn exit(&self, _: &span::Id) {}
-    }
-
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let result = tracing::subscriber::with_default(Capture(Arc::clone(&events)), f);
-    let events = events.lock().unwrap().clone();
-    (result, events)
-}
+pub use pulsar_testkit::capture_warnings;

@@ -1,41 +1,11 @@
 //! Test fixtures shared by the `functions_*` tests: drop counters, a seeded shuffle, test producers and sources, thread counts.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Generous bound on waits that only fail when there is a bug (never a timing assertion).
-pub const LONG: Duration = Duration::from_secs(30);
-
-/// Counts how many times values carrying it were dropped.
-#[derive(Clone, Default)]
-pub struct DropCounter(Arc<AtomicUsize>);
-
-impl DropCounter {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A value whose drop this counter counts.
-    pub fn token(&self) -> Token {
-        Token(Arc::clone(&self.0))
-    }
-
-    pub fn drops(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// A value counted by its `DropCounter` when dropped.
-#[derive(Debug)]
-pub struct Token(Arc<AtomicUsize>);
-
-impl Drop for Token {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+pub use pulsar_testkit::{thread_count, wait_for_thread_count_at_most, DropCounter, Token, LONG};
 
 /// A seeded xorshift generator: the same "random" order on every run.
 pub struct XorShift(u64);
@@ -72,27 +42,6 @@ pub fn thread_name() -> String {
         .name()
         .unwrap_or("<unnamed>")
         .to_owned()
-}
-
-/// Threads of this process now (Linux: entries of /proc/self/task).
-pub fn thread_count() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .count()
-}
-
-/// Waits (yielding, bounded) until the thread count drops to at most `expected`; returns the
-/// last count seen. A thread that has run its thread-local destructors leaves the kernel's task
-/// list a moment later, so tests poll this condition instead of sleeping.
-pub fn wait_for_thread_count_at_most(expected: usize, timeout: Duration) -> usize {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let now = thread_count();
-        if now <= expected || Instant::now() >= deadline {
-            return now;
-        }
-        std::thread::yield_now();
-    }
 }
 
 use std::future::Future;

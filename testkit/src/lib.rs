@@ -1,0 +1,21 @@
+//! Test fixtures shared by the workspace's test suites (a dev-dependency only; it depends on
+//! no crate of the workspace, so each suite's types stay its own).
+//!
+//! - [`DropCounter`] / [`Token`]: prove every value is dropped exactly once.
+//! - [`Latch`]: a count-down latch whose wait fails the test instead of hanging.
+//! - [`thread_count`] / [`wait_for_thread_count_at_most`]: the process's threads, from /proc.
+//! - [`capture_warnings`]: the WARN and ERROR `tracing` events a closure emits.
+//! - [`LONG`]: the bound on waits that only expire when there is a bug.
+
+mod drop_counter;
+mod latch;
+mod threads;
+mod warnings;
+
+pub use drop_counter::{DropCounter, Token};
+pub use latch::Latch;
+pub use threads::{thread_count, wait_for_thread_count_at_most};
+pub use warnings::capture_warnings;
+
+/// Generous bound on waits that only expire when there is a bug (never a timing assertion).
+pub const LONG: std::time::Duration = std::time::Duration::from_secs(30);
