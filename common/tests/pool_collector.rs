@@ -5,58 +5,15 @@
 use pulsar_common::pool::{
     AdaptiveBufAllocator, ByteBufferCollector, CollectorPoolConfig, Recycler,
 };
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use pulsar_testkit::alloc::{self, CountingAllocator};
 
-/// Counts allocations (and reallocations) made by the current thread, so tests running in
-/// parallel do not see each other's.
-struct PerThreadCounting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with`: the slot may be gone while the thread is being torn down.
-    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract is `System`'s; the counter is a `const`-initialised `Cell` with no
-// destructor, which never allocates.
-unsafe impl GlobalAlloc for PerThreadCounting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; the caller upholds `dealloc`'s contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+/// Counts allocations per thread, so tests running in parallel do not see each other's.
 #[global_allocator]
-static ALLOCATOR: PerThreadCounting = PerThreadCounting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-/// Allocations the calling thread makes while running `f`.
+/// Allocations (reallocations included) the calling thread made while `f` ran.
 fn allocations_in(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
+    alloc::measure_thread(f).1.allocations
 }
 
 /// One replication batch: `entries` length-prefixed entries of `size` bytes.

@@ -4,47 +4,17 @@
 //! process-wide.
 
 use pulsar_common::executors::PulsarExecutors;
-use std::alloc::{GlobalAlloc, Layout, System};
+use pulsar_testkit::alloc::{self, CountingAllocator};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-struct CountingAllocator;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
-// touches only an atomic.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded under the caller's `GlobalAlloc::alloc` contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded under the caller's `GlobalAlloc::alloc_zeroed` contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded under the caller's `GlobalAlloc::realloc` contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded under the caller's `GlobalAlloc::dealloc` contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
+/// Allocations by every thread of the process so far (reallocations included).
 fn allocations() -> usize {
-    ALLOCATIONS.load(Ordering::SeqCst)
+    alloc::snapshot().allocations as usize
 }
 
 /// Waits (yielding, bounded; no allocation) until `counter` reaches `target`.

@@ -65,7 +65,8 @@
 //! - [`burst`]: what an executor holds after a burst of queued tasks.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod alloc;
+/// The counting global allocator (lives in `pulsar-testkit`, shared with the tests).
+pub use pulsar_testkit::alloc;
 pub mod burst;
 pub mod cpu;
 pub mod crew;

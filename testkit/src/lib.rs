@@ -6,7 +6,10 @@
 //! - [`thread_count`] / [`wait_for_thread_count_at_most`]: the process's threads, from /proc.
 //! - [`capture_warnings`]: the WARN and ERROR `tracing` events a closure emits.
 //! - [`LONG`]: the bound on waits that only expire when there is a bug.
+//! - [`alloc`]: the counting global allocator (per-thread counters, snapshots) that the
+//!   benches and the allocation-asserting tests install.
 
+pub mod alloc;
 mod drop_counter;
 mod latch;
 mod threads;

@@ -1,5 +1,6 @@
-//! `CountingAllocator`: the global allocator of every bench binary, counting allocations and
-//! bytes (reallocation growth included) per thread, without contended atomics.
+//! `CountingAllocator`: the global allocator of every bench binary and allocation-asserting
+//! test, counting allocations and bytes (reallocation growth included) per thread, without
+//! contended atomics.
 //!
 //! # Design
 //!
@@ -27,7 +28,7 @@ pub const SLOTS: usize = 4096;
 ///
 /// ```ignore
 /// #[global_allocator]
-/// static ALLOC: microbench::alloc::CountingAllocator = microbench::alloc::CountingAllocator;
+/// static ALLOC: pulsar_testkit::alloc::CountingAllocator = pulsar_testkit::alloc::CountingAllocator;
 /// ```
 ///
 /// A reallocation counts as one allocation; growth adds to the bytes allocated, shrinking to
