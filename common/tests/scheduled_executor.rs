@@ -26,16 +26,7 @@ fn executor_with(factory: &Arc<CountingFactory>) -> ScheduledExecutor {
 
 /// Occupies the worker until the returned sender is used (or dropped).
 fn block_worker(executor: &ScheduledExecutor) -> mpsc::Sender<()> {
-    let (release, blocked) = mpsc::channel::<()>();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    executor
-        .execute(move || {
-            started_tx.send(()).unwrap();
-            let _ = blocked.recv();
-        })
-        .unwrap();
-    started_rx.recv_timeout(LONG).expect("worker started");
-    release
+    support::block_worker_with(|task| executor.execute(task).unwrap())
 }
 
 /// Waits until every task queued so far has run (the executor is FIFO for immediate tasks).

@@ -20,16 +20,7 @@ fn executor_with(factory: &Arc<CountingFactory>) -> SingleThreadExecutor {
 
 /// Occupies the worker until the returned sender is used (or dropped).
 fn block_worker(executor: &SingleThreadExecutor) -> mpsc::Sender<()> {
-    let (release, blocked) = mpsc::channel::<()>();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    executor
-        .execute(move || {
-            started_tx.send(()).unwrap();
-            let _ = blocked.recv();
-        })
-        .unwrap();
-    started_rx.recv_timeout(LONG).expect("worker started");
-    release
+    support::block_worker_with(|task| executor.execute(task).unwrap())
 }
 
 // ---- smoke and laziness -------------------------------------------------------------------

@@ -77,3 +77,19 @@ impl ThreadFactory for CountingFactory {
         self.panic_messages.lock().unwrap().push(message);
     }
 }
+
+/// Occupies an executor's worker until the returned sender is used (or dropped): `execute`
+/// queues the blocking task (`|task| executor.execute(task).unwrap()`); this returns once the
+/// worker runs it.
+pub fn block_worker_with(
+    execute: impl FnOnce(Box<dyn FnOnce() + Send>),
+) -> std::sync::mpsc::Sender<()> {
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    execute(Box::new(move || {
+        started_tx.send(()).unwrap();
+        let _ = blocked.recv();
+    }));
+    started_rx.recv_timeout(LONG).expect("worker started");
+    release
+}
