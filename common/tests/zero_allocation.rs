@@ -1,5 +1,6 @@
 //! Allocation counts of the executor, deterministic and asserted: once the ring has grown to
-//! fit, `execute` of a closure capturing up to three words allocates nothing, and a steady
+//! fit, `execute` (or `execute_all`) of a closure capturing up to three words allocates
+//! nothing, and a steady
 //! workload does not reallocate per batch. One test per binary: the counting allocator is
 //! process-wide.
 
@@ -105,6 +106,31 @@ fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_
     assert_eq!(
         steady, 0,
         "allocations in 100 steady batches of {BATCH} inline tasks"
+    );
+
+    // `execute_all`: once this thread's staging buffer has grown to the batch (first call),
+    // steady batches allocate nothing either.
+    let run_batch_all = |size: usize, expected: &mut usize| {
+        let tasks = (0..size).map(|i| {
+            let done = Arc::clone(&done);
+            move || {
+                std::hint::black_box(i);
+                done.fetch_add(1, Ordering::Release);
+            }
+        });
+        executor.execute_all(tasks).unwrap();
+        *expected += size;
+        wait_for(&done, *expected);
+    };
+    run_batch_all(BATCH, &mut expected);
+    let before = allocations();
+    for _ in 0..100 {
+        run_batch_all(BATCH, &mut expected);
+    }
+    assert_eq!(
+        allocations() - before,
+        0,
+        "allocations in 100 steady execute_all batches of {BATCH} inline tasks"
     );
 
     // A closure too large for the slot is boxed: exactly one allocation per task.

@@ -42,6 +42,17 @@ impl<T> Ring<T> {
         self.items.push_back(item);
     }
 
+    /// Appends `items`, in order, growing the storage at most once (to the power of two that
+    /// fits them all).
+    pub(crate) fn extend_exact(&mut self, items: impl ExactSizeIterator<Item = T>) {
+        let needed = self.items.len() + items.len();
+        if needed > self.items.capacity() {
+            let target = round_up_to_power_of_two(needed.max(MIN_TRIM_CAPACITY));
+            self.items.reserve_exact(target - self.items.len());
+        }
+        self.items.extend(items);
+    }
+
     #[cold]
     #[inline(never)]
     fn grow(&mut self, capacity: usize) {

@@ -120,19 +120,49 @@ impl ExecutorCore {
             return Err((task, RejectReason::Shutdown));
         }
         if queue.worker == WorkerState::NotStarted {
-            queue.worker = WorkerState::Starting;
-            drop(queue);
-            return Self::start_worker_then_enqueue(this, task);
+            match Self::start_worker(this, queue) {
+                Ok(started) => queue = started,
+                Err(reason) => return Err((task, reason)),
+            }
         }
-        this.push_locked(queue, task);
+        queue.ring.push_back(ManuallyDrop::new(task));
+        this.announce_locked(queue, 1);
         Ok(())
     }
 
-    /// Pushes under the lock, then wakes the worker only if it is parked.
+    /// Accepts every task of `tasks`, in order, under one acquisition of the lock, or none of
+    /// them: on success `tasks` is left empty, on refusal untouched.
+    ///
+    /// # Errors
+    ///
+    /// The reason, as for [`enqueue`](Self::enqueue).
+    pub(crate) fn enqueue_all(
+        this: &Arc<Self>,
+        tasks: &mut Vec<RawTask>,
+    ) -> Result<(), RejectReason> {
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err(RejectReason::Shutdown);
+        }
+        if queue.worker == WorkerState::NotStarted {
+            queue = Self::start_worker(this, queue)?;
+        }
+        let count = tasks.len();
+        queue
+            .ring
+            .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
+        this.announce_locked(queue, count);
+        Ok(())
+    }
+
+    /// After `pushed` tasks went into the ring: raises `has_work` if they made it non-empty,
+    /// then releases the lock and wakes the worker only if it is parked.
     #[inline]
-    fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
-        queue.ring.push_back(ManuallyDrop::new(task));
-        if queue.ring.len() == 1 {
+    fn announce_locked(&self, mut queue: MutexGuard<'_, QueueState>, pushed: usize) {
+        if queue.ring.len() == pushed {
             self.has_work.store(true, Ordering::Release);
         }
         let wake = std::mem::take(&mut queue.worker_parked);
@@ -150,29 +180,32 @@ impl ExecutorCore {
     }
 
     /// The first accepted task starts the worker — outside the lock, since the factory is user
-    /// code — and is queued only once the thread exists, so a failed start hands it back.
+    /// code; the caller's tasks are queued only once the thread exists, so a failed start hands
+    /// them back. Called with the lock held, the run state `RUNNING` and no worker; returns the
+    /// lock again, still `RUNNING`, with the worker started.
     #[cold]
-    fn start_worker_then_enqueue(
-        this: &Arc<Self>,
-        task: RawTask,
-    ) -> Result<(), (RawTask, RejectReason)> {
+    fn start_worker<'a>(
+        this: &'a Arc<Self>,
+        mut queue: MutexGuard<'a, QueueState>,
+    ) -> Result<MutexGuard<'a, QueueState>, RejectReason> {
+        queue.worker = WorkerState::Starting;
+        drop(queue);
         match Self::spawn_worker(this) {
             Ok(()) => {
                 let mut queue = this.queue.lock();
                 queue.worker = WorkerState::Started;
                 if queue.run != RUNNING {
                     // Shut down while the thread was starting: the worker sees it and exits.
-                    return Err((task, RejectReason::Shutdown));
+                    return Err(RejectReason::Shutdown);
                 }
-                this.push_locked(queue, task);
-                Ok(())
+                Ok(queue)
             }
             Err(error) => {
                 tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
                 let mut queue = this.queue.lock();
                 queue.worker = WorkerState::NotStarted;
                 this.terminate_if_workerless(&mut queue);
-                Err((task, RejectReason::ThreadStartFailed(error)))
+                Err(RejectReason::ThreadStartFailed(error))
             }
         }
     }

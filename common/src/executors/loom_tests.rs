@@ -1,7 +1,7 @@
-//! loom models of the executor's protocols: execute vs `shutdown_now` (nothing lost, nothing
-//! twice), execute vs graceful shutdown (every accepted task runs), and the park/wake-up
-//! handshake (a parked worker is never left asleep with work queued: loom reports the
-//! deadlock if it is).
+//! loom models of the executor's protocols: execute (one task or a batch) vs `shutdown_now`
+//! (nothing lost, nothing twice), execute vs graceful shutdown (every accepted task runs), and
+//! the park/wake-up handshake (a parked worker is never left asleep with work queued: loom
+//! reports the deadlock if it is).
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --lib loom` (`cargo xtask test` does).
@@ -90,5 +90,34 @@ fn loom_a_parked_worker_is_woken_by_the_next_task() {
         ExecutorCore::shutdown(&core);
         worker.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn loom_a_batch_racing_shutdown_now_is_taken_whole_or_refused_whole() {
+    loom::model(|| {
+        let core = Arc::new(ExecutorCore::new_started_for_loom(1));
+        let worker = start_worker(&core);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let (core, ran) = (Arc::clone(&core), Arc::clone(&ran));
+            thread::spawn(move || {
+                let mut batch = vec![counting_task(&ran), counting_task(&ran)];
+                match ExecutorCore::enqueue_all(&core, &mut batch) {
+                    Ok(()) => {
+                        assert!(batch.is_empty());
+                        2
+                    }
+                    Err(_) => {
+                        assert_eq!(batch.len(), 2, "a refused batch stays with the caller");
+                        0
+                    }
+                }
+            })
+        };
+        let returned = core.shutdown_now();
+        let accepted = producer.join().unwrap();
+        worker.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst) + returned.len(), accepted);
     });
 }

@@ -19,6 +19,7 @@ pub(crate) mod raw_task;
 mod rejected;
 mod scheduled;
 mod single_thread_executor;
+mod staging;
 mod task;
 mod task_batch;
 mod task_error;

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 /// How long an idle worker spins on its work hint before it yields and then parks.
 const SPIN_FOR: Duration = Duration::from_micros(50);
+/// The spin is cut into slices this long, each followed by one `yield_now`: on a machine with
+/// more busy threads than cores, the spinner then gives its core to a thread that has work
+/// (often the producer it is waiting for) instead of burning its whole time slice.
+const SPIN_SLICE: Duration = Duration::from_micros(5);
 /// How many `yield_now` calls follow the spin before the worker parks.
 const YIELDS_BEFORE_PARK: u32 = 4;
 
@@ -154,8 +158,15 @@ impl WorkerLifecycle {
     /// A short bounded spin, then a few yields, watching `work_hint`; an idle executor then
     /// parks and costs no CPU.
     pub(crate) fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
-        if !SPIN_ENABLED || spin_until(&work_hint, SPIN_FOR) {
+        if !SPIN_ENABLED {
             return;
+        }
+        let start = Instant::now();
+        while start.elapsed() < SPIN_FOR {
+            if spin_until(&work_hint, SPIN_SLICE) {
+                return;
+            }
+            thread::yield_now();
         }
         for _ in 0..YIELDS_BEFORE_PARK {
             if work_hint() {
