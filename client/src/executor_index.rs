@@ -23,9 +23,85 @@ pub(crate) fn index_for_bytes(key: &[u8], len: usize) -> usize {
     index_for_hash(murmur3_32(key, 0), len)
 }
 
+/// [`index_for_bytes`] for a fixed number of executors, with the division replaced by a
+/// multiplication (Lemire's "faster remainder by direct computation", exact for every 32-bit
+/// dividend): Key_Shared dispatch computes one index per message, and the `div` instruction was
+/// a visible part of the routing pass.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyIndexer {
+    len: u32,
+    /// `ceil(2^64 / len)`, wrapping to 0 for `len == 1` (where every index is 0 anyway).
+    magic: u64,
+}
+
+impl KeyIndexer {
+    /// An indexer over `len` executors.
+    ///
+    /// # Panics
+    ///
+    /// If `len` is 0 or does not fit in 31 bits (providers never have that many executors).
+    pub(crate) fn new(len: usize) -> Self {
+        assert!(
+            len > 0 && len <= 0x7fff_ffff,
+            "an index over {len} executors"
+        );
+        let len = len as u32;
+        Self {
+            len,
+            magic: (u64::MAX / u64::from(len)).wrapping_add(1),
+        }
+    }
+
+    /// Java's `(hash & Integer.MAX_VALUE) % len`, as [`index_for_hash`].
+    #[inline]
+    pub(crate) fn index_for_hash(&self, hash: u32) -> usize {
+        let low_bits = self.magic.wrapping_mul(u64::from(hash & 0x7fff_ffff));
+        ((u128::from(low_bits) * u128::from(self.len)) >> 64) as usize
+    }
+
+    /// As [`index_for_bytes`].
+    #[inline]
+    pub(crate) fn index_for_bytes(&self, key: &[u8]) -> usize {
+        self.index_for_hash(murmur3_32(key, 0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_key_indexer_agrees_with_the_modulo(hash in any::<u32>(), len in 1usize..=4096) {
+            prop_assert_eq!(KeyIndexer::new(len).index_for_hash(hash), index_for_hash(hash, len));
+        }
+    }
+
+    #[test]
+    fn the_key_indexer_agrees_with_the_modulo_at_the_edges() {
+        let lens = [1, 2, 3, 7, 8, 16, 255, 1 << 20, 0x7fff_fffe, 0x7fff_ffff];
+        let hashes = [
+            0,
+            1,
+            2,
+            0x7fff_fffe,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_ffff,
+            0xdead_beef,
+        ];
+        for len in lens {
+            let indexer = KeyIndexer::new(len);
+            for hash in hashes {
+                assert_eq!(
+                    indexer.index_for_hash(hash),
+                    index_for_hash(hash, len),
+                    "{hash} % {len}"
+                );
+            }
+        }
+    }
 
     /// Indexes Pulsar's Java client picks (`getExecutor(byte[])`) for these UTF-8 keys with
     /// 1, 2, 3, 7, 8 and 16 executors, computed on Java 17 with Pulsar's algorithm.
@@ -53,6 +129,11 @@ mod tests {
                     index_for_bytes(key.as_bytes(), n),
                     *index,
                     "key {key:?}, n {n}"
+                );
+                assert_eq!(
+                    KeyIndexer::new(n).index_for_bytes(key.as_bytes()),
+                    *index,
+                    "key {key:?}, n {n}, by the key indexer"
                 );
             }
         }

@@ -8,8 +8,9 @@
 //!    `PULSAR_TEST_ZOOKEEPER`
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`), in `target/loom`
-//! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor, the
-//!    scheduled executor, the zero-allocation binary), in `target/valgrind`
+//! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
+//!    batches, the scheduled executor, the zero-allocation binary, the consumer's listener
+//!    jobs), in `target/valgrind`
 //!
 //! Flags: `--no-loom`, `--no-valgrind` skip a step (CI runs everything).
 
@@ -92,30 +93,42 @@ fn valgrind_memcheck() -> Result<()> {
     }
     let runner = "valgrind --tool=memcheck --error-exitcode=97 --leak-check=full \
                   --errors-for-leak-kinds=definite --quiet";
-    let runs: [&[&str]; 4] = [
-        &["--lib", "raw_task"],
-        &["--test", "zero_allocation"],
-        &["--test", "single_thread_executor", "--", "--skip", "racing"],
-        &[
-            "--test",
-            "scheduled_executor",
-            "--",
-            "--skip",
-            "racing",
-            "--skip",
-            "million",
-        ],
+    let runs: [(&str, &[&str]); 6] = [
+        ("pulsar-common", &["--lib", "raw_task"]),
+        ("pulsar-common", &["--test", "zero_allocation"]),
+        (
+            "pulsar-common",
+            &["--test", "single_thread_executor", "--", "--skip", "racing"],
+        ),
+        (
+            "pulsar-common",
+            &["--test", "execute_all", "--", "--skip", "racing"],
+        ),
+        (
+            "pulsar-common",
+            &[
+                "--test",
+                "scheduled_executor",
+                "--",
+                "--skip",
+                "racing",
+                "--skip",
+                "million",
+            ],
+        ),
+        // The consumer's listener jobs, which reach the consumer without a count of their own.
+        ("pulsar-client", &["--test", "consumer_lifetime"]),
     ];
-    for run in runs {
+    for (package, run) in runs {
         let mut memcheck = cargo();
         memcheck
-            .args(["test", "-p", "pulsar-common"])
+            .args(["test", "-p", package])
             .args(run)
             .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", runner)
             .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER", runner)
             .env("CARGO_TARGET_DIR", workspace_root().join("target/valgrind"));
         step(
-            &format!("valgrind memcheck {}", run.join(" ")),
+            &format!("valgrind memcheck -p {package} {}", run.join(" ")),
             &mut memcheck,
         )?;
     }

@@ -139,6 +139,10 @@ impl Consumer {
         &self.shared
     }
 
+    pub(crate) fn arc(&self) -> &Arc<ConsumerShared> {
+        &self.shared
+    }
+
     pub(crate) fn downgrade(&self) -> Weak<ConsumerShared> {
         Arc::downgrade(&self.shared)
     }

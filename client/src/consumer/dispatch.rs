@@ -8,7 +8,10 @@
 //! 2. The trigger job (`route_incoming`) first swaps `trigger_pending` back to `false`, then,
 //!    holding the routing lock, moves messages in batches of up to [`ROUTE_BATCH`] from the
 //!    receive queue to the lanes: each lane's share of a batch is appended under one lock of
-//!    the lane, then one listener job per message goes to the lane's executor. It checks
+//!    the lane, then one listener job per message goes to the lane's executor, the whole share
+//!    in one [`execute_jobs`](crate::ConsumerExecutor::execute_jobs) call (one lock of our
+//!    executor's queue per share), the jobs counted in the lane with one atomic add (`job.rs`:
+//!    listener jobs hold no reference count of their own). It checks
 //!    `closed` between batches, and after [`MAX_PER_PASS`] messages it re-triggers instead of
 //!    going on, so one busy consumer cannot monopolise a shared internal executor.
 //! 3. A listener job (`deliver_one_to_listener`) takes one message from its lane — jobs and
@@ -26,7 +29,7 @@
 //! listener) or by `close` (returned) — both take it out of a queue under its lock.
 
 use crate::consumer::{Consumer, ConsumerJob, ConsumerShared, Message};
-use crate::executor_index::index_for_bytes;
+use crate::executor_index::KeyIndexer;
 use pulsar_common::executors::panic_message;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -44,6 +47,11 @@ pub(crate) struct RoutingState {
     batch: Vec<Message>,
     /// Key_Shared: the batch sorted by lane (one buffer per lane); unused with one lane.
     by_lane: Vec<Vec<Message>>,
+    /// Key_Shared: the lane of a routing key (the index Pulsar's Java client picks).
+    lane_of_key: KeyIndexer,
+    /// The listener jobs of one lane's share of a batch, made in one burst before any is
+    /// queued (see `hand_to_lane`); empty between hand-offs.
+    jobs: Vec<ConsumerJob>,
 }
 
 impl RoutingState {
@@ -55,6 +63,8 @@ impl RoutingState {
             } else {
                 Vec::new()
             },
+            lane_of_key: KeyIndexer::new(lanes.max(1)),
+            jobs: Vec::new(),
         }
     }
 
@@ -74,7 +84,7 @@ impl ConsumerShared {
         if self.trigger_pending.swap(true, Ordering::AcqRel) {
             return;
         }
-        let job = ConsumerJob::new(consumer.clone(), ConsumerJob::TRIGGER);
+        let job = ConsumerJob::trigger(consumer);
         if self.internal.execute_job(job).is_err() {
             self.trigger_pending.store(false, Ordering::Release);
             self.log_rejection("internal");
@@ -86,7 +96,12 @@ impl ConsumerShared {
         self.trigger_pending.swap(false, Ordering::AcqRel);
         let mut moved = 0;
         let mut routing = self.routing.lock();
-        let RoutingState { batch, by_lane } = &mut *routing;
+        let RoutingState {
+            batch,
+            by_lane,
+            lane_of_key,
+            jobs,
+        } = &mut *routing;
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return; // `close` takes over what is left
@@ -103,33 +118,37 @@ impl ConsumerShared {
             }
             moved += batch.len();
             if by_lane.is_empty() {
-                self.hand_to_lane(consumer, 0, batch);
+                self.hand_to_lane(consumer, 0, batch, jobs);
             } else {
                 for message in batch.drain(..) {
-                    let lane = index_for_bytes(message.routing_key_bytes(), by_lane.len());
+                    let lane = lane_of_key.index_for_bytes(message.routing_key_bytes());
                     by_lane[lane].push(message);
                 }
                 for (lane, messages) in by_lane.iter_mut().enumerate() {
                     if !messages.is_empty() {
-                        self.hand_to_lane(consumer, lane, messages);
+                        self.hand_to_lane(consumer, lane, messages, jobs);
                     }
                 }
             }
         }
     }
 
-    /// Appends `messages` to lane `lane` and queues one listener job per message.
+    /// Appends `messages` to lane `lane` and queues one listener job per message, all in one
+    /// call to the lane's executor.
     #[inline]
-    fn hand_to_lane(&self, consumer: &Consumer, lane: usize, messages: &mut Vec<Message>) {
-        let count = messages.len();
+    fn hand_to_lane(
+        &self,
+        consumer: &Consumer,
+        lane: usize,
+        messages: &mut Vec<Message>,
+        jobs: &mut Vec<ConsumerJob>,
+    ) {
         let target = &self.lanes[lane];
+        ConsumerJob::for_lane(consumer, lane, messages.len(), jobs);
         target.push_all(messages);
-        for _ in 0..count {
-            let job = ConsumerJob::new(consumer.clone(), lane);
-            if target.executor.execute_job(job).is_err() {
-                // The message stays in the lane; `close` returns it.
-                self.log_rejection("listener");
-            }
+        if target.executor.execute_jobs(jobs).is_err() {
+            // The messages stay in the lane; `close` returns them.
+            self.log_rejection("listener");
         }
     }
 

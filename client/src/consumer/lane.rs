@@ -1,27 +1,37 @@
 //! `Lane`: the messages routed to one listener executor and not yet taken by a listener job.
 
+use crate::consumer::padded::CachePadded;
 use crate::consumer::{ConsumerExecutor, Message};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// One listener executor of a consumer and the messages waiting for it, oldest first.
 ///
 /// The routing pass (one at a time, under the consumer's routing lock) appends a whole batch
 /// under one lock, then queues one listener job per message on the executor; each job takes
-/// one message. `close` (also under the routing lock) takes whatever is left. Aligned to 128
-/// bytes: the router and the lane's listener thread write it, nobody else.
-#[repr(align(128))]
+/// one message. `close` (also under the routing lock) takes whatever is left.
+///
+/// The executor and the messages sit on separate cache lines: the router reads the executor
+/// for every job it queues, while the listener thread locks the messages for every job it
+/// runs; on one line, each of those locks would evict the router's copy.
 pub(crate) struct Lane {
-    pub(crate) executor: Arc<dyn ConsumerExecutor>,
-    messages: Mutex<VecDeque<Message>>,
+    pub(crate) executor: CachePadded<Arc<dyn ConsumerExecutor>>,
+    messages: CachePadded<Mutex<VecDeque<Message>>>,
+    /// Listener jobs of this lane that exist (queued, running, or refused and not yet
+    /// dropped); the lane holds one strong reference to the consumer while this is above 0
+    /// (see `job.rs`). Written by the router once per share and by the listener thread once
+    /// per job.
+    pub(crate) jobs: CachePadded<AtomicUsize>,
 }
 
 impl Lane {
     pub(crate) fn new(executor: Arc<dyn ConsumerExecutor>) -> Self {
         Self {
-            executor,
-            messages: Mutex::new(VecDeque::new()),
+            executor: CachePadded(executor),
+            messages: CachePadded(Mutex::new(VecDeque::new())),
+            jobs: CachePadded(AtomicUsize::new(0)),
         }
     }
 

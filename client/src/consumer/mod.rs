@@ -4,8 +4,9 @@
 //! - [`Consumer`] (`consumer.rs`): the handle; `deliver` is the call a connection makes.
 //! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes.
 //! - `lane.rs`: the messages waiting for one listener executor.
-//! - [`ConsumerExecutor`] / [`ConsumerExecutors`] / [`ConsumerJob`] (`executors.rs`): where a
-//!   consumer hands its work.
+//! - [`ConsumerExecutor`] / [`ConsumerExecutors`] (`executors.rs`): where a consumer hands its
+//!   work; [`ConsumerJob`] (`job.rs`): the work, and how a listener job keeps its consumer
+//!   alive without an `Arc` count of its own.
 //! - [`ConsumerOptions`] / [`SubscriptionType`] (`options.rs`): what a consumer is made with.
 //! - [`Message`] (`message.rs`, with short payloads and keys stored inline by
 //!   `inline_bytes.rs`) and [`MessageListener`] (`listener.rs`).
@@ -15,6 +16,7 @@ mod consumer;
 mod dispatch;
 mod executors;
 mod inline_bytes;
+mod job;
 mod lane;
 mod listener;
 mod message;
@@ -23,7 +25,8 @@ mod padded;
 
 pub use consumer::Consumer;
 pub(crate) use consumer::ConsumerShared;
-pub use executors::{ConsumerExecutor, ConsumerExecutors, ConsumerJob, JobRejected};
+pub use executors::{ConsumerExecutor, ConsumerExecutors, JobRejected};
+pub use job::ConsumerJob;
 pub use listener::MessageListener;
 pub use message::{Message, NONE_KEY};
 pub use options::{ConsumerOptions, SubscriptionType};
