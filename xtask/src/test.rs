@@ -7,7 +7,8 @@
 //!    package; `.ci/zookeeper.sh` installs it) whose address goes to the tests in
 //!    `PULSAR_TEST_ZOOKEEPER`
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
-//!    on `pulsar-common` (library models and `tests/loom_*.rs`), in `target/loom`
+//!    on `pulsar-common` (library models and `tests/loom_*.rs`) and on `pulsar-client`'s
+//!    consumer dispatch (library models), in `target/loom`
 //! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
 //!    batches, the scheduled executor, the zero-allocation binary, the consumer's listener
 //!    jobs), in `target/valgrind`
@@ -70,7 +71,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             .env("RUSTFLAGS", "--cfg loom")
             .env("LOOM_MAX_PREEMPTIONS", "2")
             .env("CARGO_TARGET_DIR", workspace_root().join("target/loom"));
-        step("loom models", &mut models)?;
+        step("loom models (pulsar-common)", &mut models)?;
+        let mut client_models = cargo();
+        client_models
+            .args(["test", "-p", "pulsar-client", "--release", "--lib", "loom"])
+            .env("RUSTFLAGS", "--cfg loom")
+            .env("LOOM_MAX_PREEMPTIONS", "2")
+            .env("CARGO_TARGET_DIR", workspace_root().join("target/loom"));
+        step("loom models (pulsar-client consumer)", &mut client_models)?;
     }
 
     if valgrind {

@@ -3,15 +3,15 @@
 use crate::consumer::dispatch::RoutingState;
 use crate::consumer::lane::Lane;
 use crate::consumer::padded::CachePadded;
+use crate::consumer::sync::{AtomicBool, AtomicU64, Mutex};
 use crate::consumer::{
     ConsumerExecutor, ConsumerExecutors, ConsumerOptions, Message, MessageListener,
     SubscriptionType,
 };
 use crate::error::{DeliverError, ReceiveError};
-use parking_lot::Mutex;
 use pulsar_common::collections::GrowableArrayBlockingQueue;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

@@ -4,7 +4,9 @@
 //! # Protocol
 //!
 //! 1. `deliver` puts the message into the receive queue, then `trigger`: if `trigger_pending`
-//!    was `false` (swapped to `true`), one trigger job goes to the internal executor.
+//!    was `false` (swapped to `true`), one trigger job goes to the internal executor. A plain
+//!    load first skips the swap while the flag is already `true` (most deliveries), so the
+//!    feeder only reads the flag's line instead of taking it exclusively per message.
 //! 2. The trigger job (`route_incoming`) first swaps `trigger_pending` back to `false`, then,
 //!    holding the routing lock, moves messages in batches of up to [`ROUTE_BATCH`] from the
 //!    receive queue to the lanes: each lane's share of a batch is appended under one lock of
@@ -18,10 +20,19 @@
 //!    lane entries are one-to-one and both FIFO, so the lane's order is kept — and calls the
 //!    listener outside every lock, catching a panic.
 //!
-//! No message is lost between `deliver` and the trigger: `deliver`'s `put` happens before its
-//! `swap(true)`; if that swap saw `true`, the swap that later resets the flag (`AcqRel`) reads
-//! from it, so the pending trigger's pass, which polls after that reset, sees the message. If
-//! it saw `false`, `deliver` queued a new trigger itself.
+//! No message is lost between `deliver` and the trigger. If `deliver` saw `false` (its swap
+//! read it), it queued a new trigger itself, whose pass polls after its `put`. If it saw `true`
+//! — by the load or the swap — it read some write W of `true`; let R be the router pass whose
+//! reset is the next `false` after W in the flag's modification order. R polls the receive
+//! queue after its reset, under the queue lock. Had R's poll taken that lock before this
+//! `put`, R's reset would happen-before this read (reset, poll, unlock, then `put`'s lock and
+//! the read), and read-coherence would forbid the read from returning W, which comes before
+//! the reset. So this `put` took the lock first and R's pass sees the message (a pass that
+//! stops at [`MAX_PER_PASS`] re-triggers when the queue is not empty). The loom models in
+//! `loom_tests.rs` check this on the real code; a mutant that resets the flag after the pass
+//! instead of before fails them. (When that next `false` is instead written for a trigger its
+//! executor refused, or one dropped unrun, the internal executor is shut down: messages then
+//! wait for `close`, which returns them.)
 //!
 //! `close` sets `closed`, terminates the receive queue (so `deliver` hands messages back),
 //! takes the routing lock (so no message is between the queue and a lane), then drains the
@@ -81,7 +92,9 @@ impl ConsumerShared {
     /// Makes sure a trigger job is queued on the internal executor.
     #[inline]
     pub(crate) fn trigger(&self, consumer: &Consumer) {
-        if self.trigger_pending.swap(true, Ordering::AcqRel) {
+        if self.trigger_pending.load(Ordering::Acquire)
+            || self.trigger_pending.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let job = ConsumerJob::trigger(consumer);

@@ -1,10 +1,9 @@
 //! `Lane`: the messages routed to one listener executor and not yet taken by a listener job.
 
 use crate::consumer::padded::CachePadded;
+use crate::consumer::sync::{AtomicUsize, Mutex};
 use crate::consumer::{ConsumerExecutor, Message};
-use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// One listener executor of a consumer and the messages waiting for it, oldest first.

@@ -19,9 +19,12 @@ mod inline_bytes;
 mod job;
 mod lane;
 mod listener;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod message;
 mod options;
 mod padded;
+mod sync;
 
 pub use consumer::Consumer;
 pub(crate) use consumer::ConsumerShared;

@@ -155,7 +155,7 @@ impl<T> Ring<T> {
     }
 
     /// Consumes the ring, yielding its items head first.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn into_items(self) -> impl Iterator<Item = T> {
         self.items.into_iter()
     }

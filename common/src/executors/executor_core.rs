@@ -219,7 +219,7 @@ impl ExecutorCore {
     }
 
     /// A core whose worker the loom model runs itself, on a loom thread, via `run_worker`.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn new_started_for_loom(initial_capacity: usize) -> Self {
         struct NoThreads;
         impl ThreadFactory for NoThreads {

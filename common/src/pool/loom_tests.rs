@@ -10,7 +10,7 @@ fn a_push_racing_close_is_taken_by_close_or_refused_never_stranded() {
         let queue = Arc::new(ReturnQueue::<u32>::new(4, usize::MAX));
         let pusher = {
             let queue = Arc::clone(&queue);
-            thread::spawn(move || queue.push(7, 0).map_err(|(value, why)| (value, why)))
+            thread::spawn(move || queue.push(7, 0))
         };
         let closed = queue.close();
         match pusher.join().unwrap() {

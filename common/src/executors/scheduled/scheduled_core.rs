@@ -229,7 +229,7 @@ impl ScheduledCore {
     }
 
     /// A core whose worker the loom model drives itself, through `run_ready`.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn new_started_for_loom() -> Self {
         struct NoThreads;
         impl ThreadFactory for NoThreads {
@@ -624,7 +624,7 @@ impl ScheduledCore {
 
     /// One worker step without waiting (loom models): moves what is ready and runs it.
     /// Returns whether anything was ready.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn run_ready(this: &Arc<Self>) -> bool {
         let ready = {
             let mut queue = this.queue.lock();
