@@ -56,6 +56,14 @@ pub(crate) struct ScheduledCore {
     /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
     /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
     due: CachePadded<Mutex<VecDeque<std::sync::Arc<dyn Timer>>>>,
+    /// Whether the worker moved timers into `due` since it last found `due` empty: read and
+    /// written by the worker only, so a batch with no timer due costs no lock of `due`.
+    due_pending: AtomicBool,
+    /// Whether the timer heap may hold entries: set under the queue lock by every push, cleared
+    /// under it by the worker when it sees the heap empty. A hint for the worker's lock-free
+    /// look before it takes the producers' lock (`refill_batch`); stale `true` only costs a
+    /// lock round trip.
+    timers_armed: AtomicBool,
     /// The parked worker waits here (with the `queue` lock), with a timeout when a timer is
     /// armed.
     work_available: Condvar,
@@ -110,6 +118,8 @@ impl ScheduledCore {
             })),
             batch: CachePadded(TaskBatch::new()),
             due: CachePadded(Mutex::new(VecDeque::new())),
+            due_pending: AtomicBool::new(false),
+            timers_armed: AtomicBool::new(false),
             work_available: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
             lifecycle: WorkerLifecycle::new(factory, "scheduled-executor", RUNNING),
@@ -187,6 +197,7 @@ impl ScheduledCore {
             queue = Self::start_worker(this)?;
         }
         let earliest = queue.timers.push(deadline, entry);
+        this.timers_armed.store(true, Ordering::Relaxed);
         // Only a new earliest deadline changes how long a parked worker should sleep.
         let wake = earliest && std::mem::take(&mut queue.worker_parked);
         drop(queue);
@@ -300,6 +311,7 @@ impl ScheduledCore {
             // The caller is the worker itself (the only place a periodic entry runs while the
             // executor runs), so there is nobody to wake.
             queue.timers.push(deadline, entry);
+            this.timers_armed.store(true, Ordering::Relaxed);
         }
     }
 
@@ -491,8 +503,21 @@ impl ScheduledCore {
         while let Some(task) = unsafe { this.batch.claim() } {
             this.lifecycle.run_task(task);
         }
+        if !this.due_pending.load(Ordering::Relaxed) {
+            return;
+        }
         loop {
-            let next = this.due.lock().pop_front();
+            let next = {
+                let mut due = this.due.lock();
+                let next = due.pop_front();
+                if next.is_none() {
+                    // Cleared under the lock that showed `due` empty. Only the worker adds
+                    // timers to `due` (`take_ready`, which sets the flag again); `shutdown`
+                    // puts back only what it took out within one hold of this lock.
+                    this.due_pending.store(false, Ordering::Relaxed);
+                }
+                next
+            };
             let Some(entry) = next else {
                 break;
             };
@@ -535,6 +560,7 @@ impl ScheduledCore {
                 entry.header().set_heap_index(IN_DUE_LIST);
                 due.push_back(entry);
             }
+            this.due_pending.store(true, Ordering::Relaxed);
         }
         true
     }
@@ -545,6 +571,12 @@ impl ScheduledCore {
         let mut spun = false;
         let mut trimmed = false;
         let mut idle_since: Option<Instant> = None;
+        // Look without the lock first, as the plain executor does: with no immediate task and
+        // no timer armed, spin on the worker's own line and leave the producers' lock alone.
+        if !this.work_hint() && !this.timers_armed.load(Ordering::Relaxed) {
+            this.spin_for_work();
+            spun = true;
+        }
         loop {
             let mut queue = this.queue.lock();
             loop {
@@ -554,8 +586,11 @@ impl ScheduledCore {
                 if Self::take_ready(this, &mut queue) {
                     return true;
                 }
-                if queue.run == SHUTDOWN && queue.timers.is_empty() {
-                    return false;
+                if queue.timers.is_empty() {
+                    this.timers_armed.store(false, Ordering::Relaxed);
+                    if queue.run == SHUTDOWN {
+                        return false;
+                    }
                 }
                 if !spun {
                     break;
@@ -617,9 +652,13 @@ impl ScheduledCore {
     /// A short bounded spin, then a few yields, watching for immediate work; an idle executor
     /// then parks (until the next deadline, if a timer is armed) and costs no CPU.
     fn spin_for_work(&self) {
-        self.lifecycle.spin_for_work(|| {
-            self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
-        });
+        self.lifecycle.spin_for_work(|| self.work_hint());
+    }
+
+    /// Whether there may be an immediate task or a state change to act on (a lock-free hint).
+    #[inline]
+    fn work_hint(&self) -> bool {
+        self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
     }
 
     /// One worker step without waiting (loom models): moves what is ready and runs it.
