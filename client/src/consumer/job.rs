@@ -10,9 +10,9 @@
 //! half of the routing pass; taking it away cut the Shared dispatch benchmark from ~84 to
 //! ~58 ns per message (`consumer_dispatch` in microbench).
 //!
-//! Instead, each lane counts its live listener jobs (`Lane::jobs`, on the lane's own cache
-//! line, which the listener thread writes anyway), and the lane as a whole holds **one** strong
-//! reference while that count is above zero:
+//! Instead, each lane counts its live listener jobs (`Lane::jobs`, on the cache line of the
+//! lane's messages, which the listener thread writes anyway), and the lane as a whole holds
+//! **one** strong reference while that count is above zero:
 //!
 //! - the router adds a whole share's jobs with one `fetch_add` *before* it creates them; the
 //!   add that moves the count from 0 takes the lane's strong reference (the router holds its
@@ -78,7 +78,7 @@ impl ConsumerJob {
             return;
         }
         let shared = consumer.arc();
-        if shared.lanes[lane].jobs.fetch_add(count, Ordering::AcqRel) == 0 {
+        if shared.lanes[lane].jobs().fetch_add(count, Ordering::AcqRel) == 0 {
             // The lane's one strong reference; released by the job that brings the count
             // back to 0 (`finish_listener_job`).
             let _ = Arc::into_raw(Arc::clone(shared));
@@ -165,7 +165,7 @@ impl Drop for ConsumerJob {
 #[allow(unsafe_code)]
 unsafe fn finish_listener_job(shared: NonNull<ConsumerShared>, lane: usize) {
     // SAFETY: the job is still counted, so the consumer is alive for this access.
-    let jobs = unsafe { &shared.as_ref().lanes[lane].jobs };
+    let jobs = unsafe { shared.as_ref().lanes[lane].jobs() };
     // Nothing of the consumer is touched after a decrement that does not reach 0 (another
     // thread may then release the last reference at any time), exactly as in `Arc::drop`.
     if jobs.fetch_sub(1, Ordering::AcqRel) == 1 {

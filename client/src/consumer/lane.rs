@@ -17,42 +17,55 @@ use std::sync::Arc;
 /// runs; on one line, each of those locks would evict the router's copy.
 pub(crate) struct Lane {
     pub(crate) executor: CachePadded<Arc<dyn ConsumerExecutor>>,
-    messages: CachePadded<Mutex<VecDeque<Message>>>,
+    /// The messages and the job count share one line: the router writes both once per share,
+    /// the listener thread both once per job.
+    state: CachePadded<LaneState>,
+}
+
+struct LaneState {
+    messages: Mutex<VecDeque<Message>>,
     /// Listener jobs of this lane that exist (queued, running, or refused and not yet
     /// dropped); the lane holds one strong reference to the consumer while this is above 0
-    /// (see `job.rs`). Written by the router once per share and by the listener thread once
-    /// per job.
-    pub(crate) jobs: CachePadded<AtomicUsize>,
+    /// (see `job.rs`).
+    jobs: AtomicUsize,
 }
 
 impl Lane {
     pub(crate) fn new(executor: Arc<dyn ConsumerExecutor>) -> Self {
         Self {
             executor: CachePadded(executor),
-            messages: CachePadded(Mutex::new(VecDeque::new())),
-            jobs: CachePadded(AtomicUsize::new(0)),
+            state: CachePadded(LaneState {
+                messages: Mutex::new(VecDeque::new()),
+                jobs: AtomicUsize::new(0),
+            }),
         }
+    }
+
+    /// The lane's job count (see `job.rs`).
+    #[inline]
+    pub(crate) fn jobs(&self) -> &AtomicUsize {
+        &self.state.jobs
     }
 
     /// Appends every message of `batch`, in order, under one lock; `batch` is left empty.
     #[inline]
     pub(crate) fn push_all(&self, batch: &mut Vec<Message>) {
-        self.messages.lock().extend(batch.drain(..));
+        self.state.messages.lock().extend(batch.drain(..));
     }
 
     /// Takes the oldest message.
     #[inline]
     pub(crate) fn pop(&self) -> Option<Message> {
-        self.messages.lock().pop_front()
+        self.state.messages.lock().pop_front()
     }
 
     /// Moves every message, oldest first, to the end of `out`.
     pub(crate) fn drain_into(&self, out: &mut Vec<Message>) {
-        out.extend(self.messages.lock().drain(..));
+        out.extend(self.state.messages.lock().drain(..));
     }
 
     /// Messages waiting now.
     pub(crate) fn len(&self) -> usize {
-        self.messages.lock().len()
+        self.state.messages.lock().len()
     }
 }
