@@ -26,13 +26,12 @@ use std::time::{Duration, Instant};
 const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
 
 /// What the queue lock protects.
+#[repr(C)] // the fields every `execute` touches first, on the lock's cache line; timers after
 pub(crate) struct QueueState {
     /// Immediate tasks accepted and not yet moved to the worker's batch, oldest first. (Slots
     /// are `ManuallyDrop`: the storage is swapped into the `TaskBatch`, whose claim protocol
     /// decides who drops each task; `Drop` drops what is left here.)
     ring: Ring<TaskSlot>,
-    /// Delayed and periodic tasks waiting for their deadline.
-    timers: TimerHeap,
     /// One of `RUNNING`, `SHUTDOWN`, `STOP`, `TERMINATED` (the executor core's states).
     run: u8,
     worker: WorkerState,
@@ -41,6 +40,8 @@ pub(crate) struct QueueState {
     /// and notifies. Nobody else notifies, so producers make no wake-up call while the worker
     /// is awake.
     worker_parked: bool,
+    /// Delayed and periodic tasks waiting for their deadline.
+    timers: TimerHeap,
 }
 
 /// The executor itself; `ScheduledExecutor` handles, `ScheduledHandle`s and the worker share it.
