@@ -5,7 +5,7 @@
 mod support;
 
 use pulsar_common::executors::{
-    NamedThreadFactory, RejectReason, ScheduledExecutor, ScheduledHandle, TaskError,
+    NamedThreadFactory, RejectReason, ScheduledExecutor, ScheduledHandle, TaskError, ThreadFactory,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -92,6 +92,46 @@ fn the_worker_thread_is_named_by_the_factory() {
         .unwrap();
     assert!(name.starts_with("pulsar-client-scheduled-"), "{name}");
     assert_eq!(executor.name(), name);
+}
+
+#[test]
+fn a_thread_factory_that_fails_hands_back_the_task_or_timer_with_its_error() {
+    struct NoThreads;
+    impl ThreadFactory for NoThreads {
+        fn new_thread(
+            &self,
+            _body: Box<dyn FnOnce() + Send + 'static>,
+        ) -> std::io::Result<thread::JoinHandle<()>> {
+            Err(std::io::Error::other("thread limit reached"))
+        }
+    }
+    let executor = ScheduledExecutor::new(NoThreads);
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let rejected = executor.execute(move || drop(token)).unwrap_err();
+    assert!(matches!(
+        rejected.reason(),
+        RejectReason::ThreadStartFailed(error) if error.to_string().contains("thread limit")
+    ));
+    assert_eq!(drops.drops(), 0, "handed back, not dropped");
+    rejected.into_task()();
+    assert_eq!(drops.drops(), 1);
+    let token = drops.token();
+    let rejected = executor
+        .schedule(Duration::from_secs(3600), move || drop(token))
+        .unwrap_err();
+    assert!(matches!(
+        rejected.reason(),
+        RejectReason::ThreadStartFailed(_)
+    ));
+    drop(rejected);
+    assert_eq!(drops.drops(), 2);
+    assert_eq!(executor.pending_tasks(), 0);
+    executor.shutdown();
+    assert!(
+        executor.is_terminated(),
+        "nothing left and no worker: terminated at once"
+    );
 }
 
 // ---- the FIFO fast path -------------------------------------------------------------------

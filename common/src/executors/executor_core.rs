@@ -9,7 +9,7 @@ use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
 use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::AtomicU64;
@@ -52,6 +52,16 @@ pub(crate) struct QueueState {
     /// producer that finds it set clears it and notifies. Nobody else ever notifies, so a
     /// producer makes no wake-up call while the worker is awake.
     pub(crate) worker_parked: bool,
+}
+
+impl WorkerSlot for QueueState {
+    fn run(&self) -> u8 {
+        self.run
+    }
+
+    fn worker_mut(&mut self) -> &mut WorkerState {
+        &mut self.worker
+    }
 }
 
 /// The executor itself; `SingleThreadExecutor` handles and the worker thread share it.
@@ -179,35 +189,18 @@ impl ExecutorCore {
         self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The first accepted task starts the worker — outside the lock, since the factory is user
-    /// code; the caller's tasks are queued only once the thread exists, so a failed start hands
-    /// them back. Called with the lock held, the run state `RUNNING` and no worker; returns the
-    /// lock again, still `RUNNING`, with the worker started.
+    /// Starts the worker on first use (see `WorkerLifecycle::start_worker`).
     #[cold]
     fn start_worker<'a>(
         this: &'a Arc<Self>,
-        mut queue: MutexGuard<'a, QueueState>,
+        queue: MutexGuard<'a, QueueState>,
     ) -> Result<MutexGuard<'a, QueueState>, RejectReason> {
-        queue.worker = WorkerState::Starting;
-        drop(queue);
-        match Self::spawn_worker(this) {
-            Ok(()) => {
-                let mut queue = this.queue.lock();
-                queue.worker = WorkerState::Started;
-                if queue.run != RUNNING {
-                    // Shut down while the thread was starting: the worker sees it and exits.
-                    return Err(RejectReason::Shutdown);
-                }
-                Ok(queue)
-            }
-            Err(error) => {
-                tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
-                let mut queue = this.queue.lock();
-                queue.worker = WorkerState::NotStarted;
-                this.terminate_if_workerless(&mut queue);
-                Err(RejectReason::ThreadStartFailed(error))
-            }
-        }
+        this.lifecycle.start_worker(
+            &this.queue,
+            queue,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// Under loom `spawn` refuses: the models start the worker themselves

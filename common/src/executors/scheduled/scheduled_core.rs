@@ -15,7 +15,7 @@ use crate::executors::scheduled::timer_heap::TimerHeap;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
 use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
@@ -42,6 +42,16 @@ pub(crate) struct QueueState {
     worker_parked: bool,
     /// Delayed and periodic tasks waiting for their deadline.
     timers: TimerHeap,
+}
+
+impl WorkerSlot for QueueState {
+    fn run(&self) -> u8 {
+        self.run
+    }
+
+    fn worker_mut(&mut self) -> &mut WorkerState {
+        &mut self.worker
+    }
 }
 
 /// The executor itself; `ScheduledExecutor` handles, `ScheduledHandle`s and the worker share it.
@@ -150,15 +160,10 @@ impl ScheduledCore {
             return Err((task, RejectReason::Shutdown));
         }
         if queue.worker == WorkerState::NotStarted {
-            queue.worker = WorkerState::Starting;
-            drop(queue);
-            return match Self::start_worker(this) {
-                Ok(queue) => {
-                    this.push_locked(queue, task);
-                    Ok(())
-                }
-                Err(reason) => Err((task, reason)),
-            };
+            match Self::start_worker(this, queue) {
+                Ok(started) => queue = started,
+                Err(reason) => return Err((task, reason)),
+            }
         }
         this.push_locked(queue, task);
         Ok(())
@@ -193,9 +198,7 @@ impl ScheduledCore {
             return Err(RejectReason::Shutdown);
         }
         if queue.worker == WorkerState::NotStarted {
-            queue.worker = WorkerState::Starting;
-            drop(queue);
-            queue = Self::start_worker(this)?;
+            queue = Self::start_worker(this, queue)?;
         }
         let earliest = queue.timers.push(deadline, entry);
         this.timers_armed.store(true, Ordering::Relaxed);
@@ -208,28 +211,18 @@ impl ScheduledCore {
         Ok(())
     }
 
-    /// Starts the worker — outside the lock, since the factory is user code — and returns the
-    /// queue lock again, still `RUNNING`, for the caller to queue the work that asked for it.
+    /// Starts the worker on first use (see `WorkerLifecycle::start_worker`).
     #[cold]
-    fn start_worker(this: &Arc<Self>) -> Result<MutexGuard<'_, QueueState>, RejectReason> {
-        match Self::spawn_worker(this) {
-            Ok(()) => {
-                let mut queue = this.queue.lock();
-                queue.worker = WorkerState::Started;
-                if queue.run != RUNNING {
-                    // Shut down while the thread was starting: the worker sees it and exits.
-                    return Err(RejectReason::Shutdown);
-                }
-                Ok(queue)
-            }
-            Err(error) => {
-                tracing::error!(executor = %this.name(), %error, "cannot start the scheduled executor's worker thread");
-                let mut queue = this.queue.lock();
-                queue.worker = WorkerState::NotStarted;
-                this.terminate_if_workerless(&mut queue);
-                Err(RejectReason::ThreadStartFailed(error))
-            }
-        }
+    fn start_worker<'a>(
+        this: &'a Arc<Self>,
+        queue: MutexGuard<'a, QueueState>,
+    ) -> Result<MutexGuard<'a, QueueState>, RejectReason> {
+        this.lifecycle.start_worker(
+            &this.queue,
+            queue,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// Under loom `spawn` refuses: the models run the worker's steps themselves (see
