@@ -227,3 +227,10 @@ fn dropping_the_last_handle_racing_dispatch_frees_the_consumer_exactly_once() {
     let distinct: std::collections::HashSet<u64> = ids.iter().copied().collect();
     assert_eq!(distinct.len(), ids.len(), "no message was handed out twice");
 }
+
+#[test]
+fn a_consumer_job_is_send_and_sync_like_the_consumer_handle_it_replaces() {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<pulsar_client::ConsumerJob>();
+    send_and_sync::<Consumer>();
+}

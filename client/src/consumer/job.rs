@@ -55,6 +55,11 @@ pub struct ConsumerJob {
 #[allow(unsafe_code)]
 unsafe impl Send for ConsumerJob {}
 
+// SAFETY: through `&ConsumerJob` only `Debug` reads the consumer (its name), which
+// `ConsumerShared: Sync` allows from any thread; running or dropping a job takes it by value.
+#[allow(unsafe_code)]
+unsafe impl Sync for ConsumerJob {}
+
 impl ConsumerJob {
     /// The `lane` of the trigger job, which moves messages from the receive queue to the lanes.
     const TRIGGER: usize = usize::MAX;
