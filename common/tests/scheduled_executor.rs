@@ -176,6 +176,90 @@ fn an_immediate_task_does_not_wait_behind_a_far_timer() {
     assert!(far.cancel());
 }
 
+#[test]
+fn a_batch_takes_the_fast_path_in_order_and_a_refused_batch_comes_back_whole() {
+    let executor = executor("batch");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let push = |i: usize| {
+        let log = Arc::clone(&log);
+        move || log.lock().unwrap().push(i)
+    };
+    executor.execute(push(0)).unwrap();
+    executor.execute_all((1..=50).map(push)).unwrap();
+    assert_eq!(
+        executor.timer_capacity(),
+        0,
+        "the batch never touched the timer heap"
+    );
+    drain(&executor);
+    assert_eq!(*log.lock().unwrap(), (0..=50).collect::<Vec<_>>());
+    executor.shutdown();
+    let drops = DropCounter::new();
+    let tokens: Vec<_> = (0..3).map(|_| drops.token()).collect();
+    let rejected = executor
+        .execute_all(tokens.into_iter().map(|token| move || drop(token)))
+        .unwrap_err();
+    assert!(matches!(rejected.reason(), RejectReason::Shutdown));
+    assert_eq!(drops.drops(), 0, "handed back, not dropped");
+    assert_eq!(rejected.into_task().len(), 3);
+    assert_eq!(drops.drops(), 3);
+    assert!(executor.await_termination(LONG));
+}
+
+/// Batches offered concurrently with `shutdown_now`: refused whole, or accepted whole and then
+/// each task ran or was returned; every closure dropped exactly once.
+#[test]
+fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
+    const ROUNDS: usize = 500;
+    const SUBMITTERS: usize = 2;
+    const BATCHES: usize = 4;
+    const PER_BATCH: usize = 8;
+    const TOTAL: usize = SUBMITTERS * BATCHES * PER_BATCH;
+    for round in 0..ROUNDS {
+        let executor = executor("batch-race");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let drops = DropCounter::new();
+        let start = Arc::new(Barrier::new(SUBMITTERS + 1));
+        let submitters: Vec<_> = (0..SUBMITTERS)
+            .map(|_| {
+                let (executor, ran, drops, start) = (
+                    executor.clone(),
+                    Arc::clone(&ran),
+                    drops.clone(),
+                    Arc::clone(&start),
+                );
+                thread::spawn(move || {
+                    start.wait();
+                    let mut refused = 0;
+                    for _ in 0..BATCHES {
+                        let batch = (0..PER_BATCH).map(|_| {
+                            let (token, ran) = (drops.token(), Arc::clone(&ran));
+                            move || {
+                                let _token = token;
+                                ran.fetch_add(1, Ordering::SeqCst);
+                            }
+                        });
+                        if let Err(rejected) = executor.execute_all(batch) {
+                            refused += rejected.into_task().len();
+                        }
+                    }
+                    refused
+                })
+            })
+            .collect();
+        start.wait();
+        let returned = executor.shutdown_now();
+        let refused: usize = submitters.into_iter().map(|s| s.join().unwrap()).sum();
+        assert!(executor.await_termination(LONG));
+        let returned_count = returned.len();
+        drop(returned);
+        let ran = ran.load(Ordering::SeqCst);
+        assert_eq!(ran + returned_count + refused, TOTAL, "round {round}");
+        assert_eq!(refused % PER_BATCH, 0, "round {round}: all or nothing");
+        assert_eq!(drops.drops(), TOTAL, "round {round}: drops");
+    }
+}
+
 // ---- deadlines ----------------------------------------------------------------------------
 
 #[test]

@@ -98,6 +98,12 @@ impl ConsumerExecutor for ScheduledExecutor {
     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
         self.execute(move || job.run()).map_err(|_| JobRejected)
     }
+
+    /// One [`ScheduledExecutor::execute_all`] (the FIFO fast path, one lock for the batch).
+    fn execute_jobs(&self, jobs: &mut Vec<ConsumerJob>) -> Result<(), JobRejected> {
+        self.execute_all(jobs.drain(..).map(|job| move || job.run()))
+            .map_err(|_| JobRejected)
+    }
 }
 
 /// The executors one consumer uses, pinned for its lifetime: the internal executor (its

@@ -178,24 +178,9 @@ impl SingleThreadExecutor {
         I: IntoIterator<Item = F>,
         F: FnOnce() + Send + 'static,
     {
-        let mut staged = staging::take();
-        staged.extend(tasks.into_iter().map(RawTask::new));
-        let outcome = ExecutorCore::enqueue_all(&self.handle.core, &mut staged);
-        let result = match outcome {
-            Ok(()) => Ok(()),
-            Err(reason) => {
-                let tasks = staged
-                    .drain(..)
-                    .map(|raw| match raw.downcast::<F>() {
-                        Ok(task) => task,
-                        Err(_) => unreachable!("staged tasks all have the caller's type"),
-                    })
-                    .collect();
-                Err(RejectedExecution::new(tasks, reason))
-            }
-        };
-        staging::give_back(staged);
-        result
+        staging::execute_all(tasks, |staged| {
+            ExecutorCore::enqueue_all(&self.handle.core, staged)
+        })
     }
 
     /// Queues `f` and returns a handle to its result. Allocates one result slot per task.

@@ -8,6 +8,7 @@
 //! [`RETAINED_SLOTS`] is freed instead of kept.
 
 use crate::executors::raw_task::RawTask;
+use crate::executors::rejected::{RejectReason, RejectedExecution};
 use std::cell::Cell;
 
 /// Slots a thread's staging buffer keeps between calls (32 bytes each: 32 KiB).
@@ -33,4 +34,34 @@ pub(crate) fn give_back(mut buffer: Vec<RawTask>) {
         // During thread exit the slot may be gone: the buffer is then simply freed.
         let _ = STAGING.try_with(|slot| slot.set(buffer));
     }
+}
+
+/// `execute_all` for either executor: stages `tasks` in this thread's buffer, hands the buffer
+/// to `enqueue_all` (which takes every task or none), and on refusal hands every task back in
+/// its own type, in order.
+pub(crate) fn execute_all<I, F>(
+    tasks: I,
+    enqueue_all: impl FnOnce(&mut Vec<RawTask>) -> Result<(), RejectReason>,
+) -> Result<(), RejectedExecution<Vec<F>>>
+where
+    I: IntoIterator<Item = F>,
+    F: FnOnce() + Send + 'static,
+{
+    let mut staged = take();
+    staged.extend(tasks.into_iter().map(RawTask::new));
+    let result = match enqueue_all(&mut staged) {
+        Ok(()) => Ok(()),
+        Err(reason) => {
+            let tasks = staged
+                .drain(..)
+                .map(|raw| match raw.downcast::<F>() {
+                    Ok(task) => task,
+                    Err(_) => unreachable!("staged tasks all have the caller's type"),
+                })
+                .collect();
+            Err(RejectedExecution::new(tasks, reason))
+        }
+    };
+    give_back(staged);
+    result
 }

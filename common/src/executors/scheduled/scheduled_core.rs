@@ -169,11 +169,46 @@ impl ScheduledCore {
         Ok(())
     }
 
+    /// The batch fast path: queues every task of `tasks`, in order, under one acquisition of
+    /// the lock, or none of them (on success `tasks` is left empty, on refusal untouched).
+    ///
+    /// # Errors
+    ///
+    /// The reason, as for [`enqueue`](Self::enqueue).
+    pub(crate) fn enqueue_all(
+        this: &Arc<Self>,
+        tasks: &mut Vec<RawTask>,
+    ) -> Result<(), RejectReason> {
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let mut queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err(RejectReason::Shutdown);
+        }
+        if queue.worker == WorkerState::NotStarted {
+            queue = Self::start_worker(this, queue)?;
+        }
+        let count = tasks.len();
+        queue
+            .ring
+            .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
+        this.announce_locked(queue, count);
+        Ok(())
+    }
+
     /// Pushes under the lock, then wakes the worker only if it is parked.
     #[inline]
     fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
         queue.ring.push_back(ManuallyDrop::new(task));
-        if queue.ring.len() == 1 {
+        self.announce_locked(queue, 1);
+    }
+
+    /// After `pushed` tasks went into the ring: raises `has_work` if they made it non-empty,
+    /// then releases the lock and wakes the worker only if it is parked.
+    #[inline]
+    fn announce_locked(&self, mut queue: MutexGuard<'_, QueueState>, pushed: usize) {
+        if queue.ring.len() == pushed {
             self.has_work.store(true, Ordering::Release);
         }
         let wake = std::mem::take(&mut queue.worker_parked);

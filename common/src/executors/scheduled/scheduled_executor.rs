@@ -8,6 +8,7 @@ use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
 use crate::executors::scheduled::timer_entry::{
     add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
 };
+use crate::executors::staging;
 use crate::executors::task::Task;
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::Arc as CoreArc;
@@ -132,6 +133,43 @@ impl ScheduledExecutor {
                 Err(_) => unreachable!("a rejected task comes back with its own type"),
             },
         }
+    }
+
+    /// Queues every task of `tasks` on the FIFO fast path, in order, taking the queue lock once
+    /// for the whole batch; all or nothing. The same contract as
+    /// [`SingleThreadExecutor::execute_all`](crate::executors::SingleThreadExecutor::execute_all):
+    /// the iterator runs before the lock is taken, and steady use allocates nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`RejectedExecution`] handing back every task, in order, if the executor has been shut
+    /// down or its worker thread could not be started. An empty batch is always accepted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor};
+    /// use std::sync::mpsc;
+    ///
+    /// let executor = ScheduledExecutor::new(NamedThreadFactory::new("batch"));
+    /// let (tx, rx) = mpsc::channel();
+    /// executor
+    ///     .execute_all((0..3).map(|i| {
+    ///         let tx = tx.clone();
+    ///         move || tx.send(i).unwrap()
+    ///     }))
+    ///     .unwrap();
+    /// assert_eq!(rx.iter().take(3).collect::<Vec<_>>(), [0, 1, 2]);
+    /// # executor.shutdown();
+    /// ```
+    pub fn execute_all<I, F>(&self, tasks: I) -> Result<(), RejectedExecution<Vec<F>>>
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce() + Send + 'static,
+    {
+        staging::execute_all(tasks, |staged| {
+            ScheduledCore::enqueue_all(self.core(), staged)
+        })
     }
 
     /// Runs `f` once, `delay` from now (not before). The handle cancels it or joins its value.
