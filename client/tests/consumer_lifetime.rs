@@ -29,16 +29,7 @@ fn drain(executor: &SingleThreadExecutor) {
 
 /// Occupies `executor`'s worker until the returned sender is used or dropped.
 fn block(executor: &SingleThreadExecutor) -> mpsc::Sender<()> {
-    let (release, blocked) = mpsc::channel::<()>();
-    let (started_tx, started) = mpsc::channel::<()>();
-    executor
-        .execute(move || {
-            started_tx.send(()).unwrap();
-            let _ = blocked.recv();
-        })
-        .unwrap();
-    started.recv().unwrap();
-    release
+    pulsar_testkit::block_worker_with(|task| executor.execute(task).unwrap())
 }
 
 struct Rig {

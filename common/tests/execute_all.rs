@@ -4,12 +4,12 @@
 
 mod support;
 
-use pulsar_common::executors::{PulsarExecutors, RejectReason, ThreadFactory};
+use pulsar_common::executors::{PulsarExecutors, RejectReason};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
-use support::{CountingFactory, DropCounter, LONG};
+use support::{BatchRace, CountingFactory, DropCounter, NoThreads, LONG};
 
 #[test]
 fn a_batch_runs_in_order_after_the_tasks_queued_before_it_and_before_later_ones() {
@@ -67,15 +67,6 @@ fn an_empty_batch_is_accepted_and_starts_no_thread() {
 
 #[test]
 fn a_batch_whose_thread_cannot_start_comes_back_with_the_factorys_error() {
-    struct NoThreads;
-    impl ThreadFactory for NoThreads {
-        fn new_thread(
-            &self,
-            _body: Box<dyn FnOnce() + Send + 'static>,
-        ) -> std::io::Result<thread::JoinHandle<()>> {
-            Err(std::io::Error::other("thread limit reached"))
-        }
-    }
     let executor = PulsarExecutors::new_single_thread_executor_with(NoThreads);
     let drops = DropCounter::new();
     let tokens: Vec<_> = (0..3).map(|_| drops.token()).collect();
@@ -155,63 +146,22 @@ fn a_panicking_iterator_queues_nothing_and_drops_what_it_had_staged_once() {
 /// neither; every closure is dropped exactly once.
 #[test]
 fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
-    const ROUNDS: usize = 1_000;
-    const SUBMITTERS: usize = 3;
-    const BATCHES: usize = 4;
-    const PER_BATCH: usize = 8;
-    const TOTAL: usize = SUBMITTERS * BATCHES * PER_BATCH;
-    for round in 0..ROUNDS {
-        let executor = PulsarExecutors::new_single_thread_executor();
-        let ran = Arc::new(AtomicUsize::new(0));
-        let drops = DropCounter::new();
-        let start = Arc::new(Barrier::new(SUBMITTERS + 1));
-        let submitters: Vec<_> = (0..SUBMITTERS)
-            .map(|_| {
-                let (executor, ran, drops, start) = (
-                    executor.clone(),
-                    Arc::clone(&ran),
-                    drops.clone(),
-                    Arc::clone(&start),
-                );
-                thread::spawn(move || {
-                    start.wait();
-                    let mut refused = 0;
-                    for _ in 0..BATCHES {
-                        let batch = (0..PER_BATCH).map(|_| {
-                            let (token, ran) = (drops.token(), Arc::clone(&ran));
-                            move || {
-                                let _token = token;
-                                ran.fetch_add(1, Ordering::SeqCst);
-                            }
-                        });
-                        if let Err(rejected) = executor.execute_all(batch) {
-                            let tasks = rejected.into_task();
-                            assert_eq!(tasks.len(), PER_BATCH, "refused whole");
-                            refused += tasks.len();
-                        }
-                    }
-                    refused
-                })
-            })
-            .collect();
-        start.wait();
-        if round % 2 == 1 {
-            thread::yield_now();
-        }
-        let returned = executor.shutdown_now();
-        let refused: usize = submitters.into_iter().map(|s| s.join().unwrap()).sum();
-        assert!(executor.await_termination(LONG));
-        let returned_count = returned.len();
-        drop(returned);
-        let ran = ran.load(Ordering::SeqCst);
-        assert_eq!(
-            ran + returned_count + refused,
-            TOTAL,
-            "round {round}: ran {ran} + returned {returned_count} + refused {refused}"
-        );
-        assert_eq!(refused % PER_BATCH, 0, "round {round}: all or nothing");
-        assert_eq!(drops.drops(), TOTAL, "round {round}: drops");
+    BatchRace {
+        rounds: 1_000,
+        submitters: 3,
+        batches: 4,
+        per_batch: 8,
     }
+    .run(
+        PulsarExecutors::new_single_thread_executor,
+        |executor, batch| {
+            executor
+                .execute_all(batch)
+                .map_err(|rejected| rejected.into_task().len())
+        },
+        |executor| executor.shutdown_now().len(),
+        |executor| executor.await_termination(LONG),
+    );
 }
 
 /// With graceful shutdown, every task of every accepted batch runs.

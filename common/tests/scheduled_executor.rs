@@ -5,14 +5,14 @@
 mod support;
 
 use pulsar_common::executors::{
-    NamedThreadFactory, RejectReason, ScheduledExecutor, ScheduledHandle, TaskError, ThreadFactory,
+    NamedThreadFactory, RejectReason, ScheduledExecutor, ScheduledHandle, TaskError,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{CountingFactory, DropCounter, Latch, LONG};
+use support::{BatchRace, CountingFactory, DropCounter, Latch, NoThreads, LONG};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -96,15 +96,6 @@ fn the_worker_thread_is_named_by_the_factory() {
 
 #[test]
 fn a_thread_factory_that_fails_hands_back_the_task_or_timer_with_its_error() {
-    struct NoThreads;
-    impl ThreadFactory for NoThreads {
-        fn new_thread(
-            &self,
-            _body: Box<dyn FnOnce() + Send + 'static>,
-        ) -> std::io::Result<thread::JoinHandle<()>> {
-            Err(std::io::Error::other("thread limit reached"))
-        }
-    }
     let executor = ScheduledExecutor::new(NoThreads);
     let drops = DropCounter::new();
     let token = drops.token();
@@ -210,54 +201,22 @@ fn a_batch_takes_the_fast_path_in_order_and_a_refused_batch_comes_back_whole() {
 /// each task ran or was returned; every closure dropped exactly once.
 #[test]
 fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
-    const ROUNDS: usize = 500;
-    const SUBMITTERS: usize = 2;
-    const BATCHES: usize = 4;
-    const PER_BATCH: usize = 8;
-    const TOTAL: usize = SUBMITTERS * BATCHES * PER_BATCH;
-    for round in 0..ROUNDS {
-        let executor = executor("batch-race");
-        let ran = Arc::new(AtomicUsize::new(0));
-        let drops = DropCounter::new();
-        let start = Arc::new(Barrier::new(SUBMITTERS + 1));
-        let submitters: Vec<_> = (0..SUBMITTERS)
-            .map(|_| {
-                let (executor, ran, drops, start) = (
-                    executor.clone(),
-                    Arc::clone(&ran),
-                    drops.clone(),
-                    Arc::clone(&start),
-                );
-                thread::spawn(move || {
-                    start.wait();
-                    let mut refused = 0;
-                    for _ in 0..BATCHES {
-                        let batch = (0..PER_BATCH).map(|_| {
-                            let (token, ran) = (drops.token(), Arc::clone(&ran));
-                            move || {
-                                let _token = token;
-                                ran.fetch_add(1, Ordering::SeqCst);
-                            }
-                        });
-                        if let Err(rejected) = executor.execute_all(batch) {
-                            refused += rejected.into_task().len();
-                        }
-                    }
-                    refused
-                })
-            })
-            .collect();
-        start.wait();
-        let returned = executor.shutdown_now();
-        let refused: usize = submitters.into_iter().map(|s| s.join().unwrap()).sum();
-        assert!(executor.await_termination(LONG));
-        let returned_count = returned.len();
-        drop(returned);
-        let ran = ran.load(Ordering::SeqCst);
-        assert_eq!(ran + returned_count + refused, TOTAL, "round {round}");
-        assert_eq!(refused % PER_BATCH, 0, "round {round}: all or nothing");
-        assert_eq!(drops.drops(), TOTAL, "round {round}: drops");
+    BatchRace {
+        rounds: 500,
+        submitters: 2,
+        batches: 4,
+        per_batch: 8,
     }
+    .run(
+        || executor("batch-race"),
+        |executor, batch| {
+            executor
+                .execute_all(batch)
+                .map_err(|rejected| rejected.into_task().len())
+        },
+        |executor| executor.shutdown_now().len(),
+        |executor| executor.await_termination(LONG),
+    );
 }
 
 // ---- deadlines ----------------------------------------------------------------------------

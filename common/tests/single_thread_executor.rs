@@ -5,14 +5,13 @@ mod support;
 
 use pulsar_common::executors::{
     InvokeAnyError, InvokeFailure, PulsarExecutors, RejectReason, SingleThreadExecutor, TaskError,
-    ThreadFactory,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
-use support::{capture_warnings, CountingFactory, DropCounter, Latch, LONG};
+use support::{capture_warnings, CountingFactory, DropCounter, Latch, NoThreads, LONG};
 
 fn executor_with(factory: &Arc<CountingFactory>) -> SingleThreadExecutor {
     PulsarExecutors::new_single_thread_executor_with(Arc::clone(factory))
@@ -443,15 +442,6 @@ fn await_termination_on_the_worker_thread_returns_at_once() {
 
 #[test]
 fn a_thread_factory_that_fails_rejects_the_task_with_its_error_and_hands_it_back() {
-    struct NoThreads;
-    impl ThreadFactory for NoThreads {
-        fn new_thread(
-            &self,
-            _body: Box<dyn FnOnce() + Send + 'static>,
-        ) -> std::io::Result<thread::JoinHandle<()>> {
-            Err(std::io::Error::other("thread limit reached"))
-        }
-    }
     let executor = PulsarExecutors::new_single_thread_executor_with(NoThreads);
     let drops = DropCounter::new();
     let token = drops.token();

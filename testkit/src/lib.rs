@@ -2,6 +2,7 @@
 //! no crate of the workspace, so each suite's types stay its own).
 //!
 //! - [`DropCounter`] / [`Token`]: prove every value is dropped exactly once.
+//! - [`block_worker_with`]: occupy an executor's worker until the test lets it go.
 //! - [`Latch`]: a count-down latch whose wait fails the test instead of hanging.
 //! - [`thread_count`] / [`wait_for_thread_count_at_most`]: the process's threads, from /proc.
 //! - [`capture_warnings`]: the WARN and ERROR `tracing` events a closure emits.
@@ -10,11 +11,13 @@
 //!   benches and the allocation-asserting tests install.
 
 pub mod alloc;
+mod blocking;
 mod drop_counter;
 mod latch;
 mod threads;
 mod warnings;
 
+pub use blocking::block_worker_with;
 pub use drop_counter::{DropCounter, Token};
 pub use latch::Latch;
 pub use threads::{thread_count, wait_for_thread_count_at_most};

@@ -6,7 +6,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub use pulsar_testkit::{
-    capture_warnings, thread_count, wait_for_thread_count_at_most, DropCounter, Latch, LONG,
+    block_worker_with, capture_warnings, thread_count, wait_for_thread_count_at_most, DropCounter,
+    Latch, LONG,
 };
 
 use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
@@ -78,18 +79,95 @@ impl ThreadFactory for CountingFactory {
     }
 }
 
-/// Occupies an executor's worker until the returned sender is used (or dropped): `execute`
-/// queues the blocking task (`|task| executor.execute(task).unwrap()`); this returns once the
-/// worker runs it.
-pub fn block_worker_with(
-    execute: impl FnOnce(Box<dyn FnOnce() + Send>),
-) -> std::sync::mpsc::Sender<()> {
-    let (release, blocked) = std::sync::mpsc::channel::<()>();
-    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
-    execute(Box::new(move || {
-        started_tx.send(()).unwrap();
-        let _ = blocked.recv();
-    }));
-    started_rx.recv_timeout(LONG).expect("worker started");
-    release
+/// A thread factory that can never start a thread (the thread-start failure path).
+pub struct NoThreads;
+
+impl ThreadFactory for NoThreads {
+    fn new_thread(
+        &self,
+        _body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> std::io::Result<JoinHandle<()>> {
+        Err(std::io::Error::other("thread limit reached"))
+    }
+}
+
+/// A task of a [`BatchRace`]: counts its run, carries a drop token.
+pub type CountingTask = Box<dyn FnOnce() + Send>;
+
+/// Batches offered from `submitters` threads at once, `batches` batches of `per_batch`
+/// counting tasks each, while the main thread calls `shutdown_now`; `rounds` fresh executors.
+pub struct BatchRace {
+    pub rounds: usize,
+    pub submitters: usize,
+    pub batches: usize,
+    pub per_batch: usize,
+}
+
+impl BatchRace {
+    /// Runs the race through `execute_all` (which returns how many tasks it handed back on
+    /// refusal) and `shutdown_now` (which returns how many tasks it took back). Asserts, per
+    /// round: every task ran, was returned or was refused, exactly one of them; refusals are
+    /// whole batches; every task's captures were dropped exactly once.
+    pub fn run<E: Sync>(
+        self,
+        new_executor: impl Fn() -> E,
+        execute_all: impl Fn(&E, Vec<CountingTask>) -> Result<(), usize> + Sync,
+        shutdown_now: impl Fn(&E) -> usize,
+        await_termination: impl Fn(&E) -> bool,
+    ) {
+        let BatchRace {
+            rounds,
+            submitters,
+            batches,
+            per_batch,
+        } = self;
+        let total = submitters * batches * per_batch;
+        for round in 0..rounds {
+            let executor = new_executor();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let drops = DropCounter::new();
+            let start = std::sync::Barrier::new(submitters + 1);
+            let (returned, refused) = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..submitters)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            start.wait();
+                            let mut refused = 0;
+                            for _ in 0..batches {
+                                let batch = (0..per_batch)
+                                    .map(|_| {
+                                        let (token, ran) = (drops.token(), Arc::clone(&ran));
+                                        Box::new(move || {
+                                            let _token = token;
+                                            ran.fetch_add(1, Ordering::SeqCst);
+                                        }) as CountingTask
+                                    })
+                                    .collect();
+                                if let Err(handed_back) = execute_all(&executor, batch) {
+                                    assert_eq!(handed_back, per_batch, "a batch is refused whole");
+                                    refused += handed_back;
+                                }
+                            }
+                            refused
+                        })
+                    })
+                    .collect();
+                start.wait();
+                if round % 2 == 1 {
+                    std::thread::yield_now();
+                }
+                let returned = shutdown_now(&executor);
+                let refused: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+                (returned, refused)
+            });
+            assert!(await_termination(&executor), "round {round}");
+            let ran = ran.load(Ordering::SeqCst);
+            assert_eq!(
+                ran + returned + refused,
+                total,
+                "round {round}: ran {ran} + returned {returned} + refused {refused}"
+            );
+            assert_eq!(drops.drops(), total, "round {round}: drops");
+        }
+    }
 }
