@@ -4,13 +4,14 @@
 //! file; the comments here point at the rule each step keeps.
 
 use crate::collections::ring::Ring;
+use crate::executors::fifo_admission::{FifoAdmission, FifoQueue};
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -61,6 +62,16 @@ impl WorkerSlot for QueueState {
 
     fn worker_mut(&mut self) -> &mut WorkerState {
         &mut self.worker
+    }
+}
+
+impl FifoQueue for QueueState {
+    fn ring_mut(&mut self) -> &mut Ring<TaskSlot> {
+        &mut self.ring
+    }
+
+    fn worker_parked_mut(&mut self) -> &mut bool {
+        &mut self.worker_parked
     }
 }
 
@@ -118,6 +129,18 @@ impl ExecutorCore {
         self.lifecycle.run_state()
     }
 
+    /// The producers' side of the queue (shared with the scheduled core).
+    #[inline]
+    fn admission(&self) -> FifoAdmission<'_, QueueState> {
+        FifoAdmission {
+            queue: &self.queue,
+            has_work: &self.has_work,
+            work_available: &self.work_available,
+            lifecycle: &self.lifecycle,
+            wakeups: &self.wakeups,
+        }
+    }
+
     /// Accepts `task` unless the executor is shut down; starts the worker on first use.
     ///
     /// # Errors
@@ -125,19 +148,11 @@ impl ExecutorCore {
     /// The task and the reason: the executor is shut down, or its thread could not be started.
     #[inline]
     pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
-        let mut queue = this.queue.lock();
-        if queue.run != RUNNING {
-            return Err((task, RejectReason::Shutdown));
-        }
-        if queue.worker == WorkerState::NotStarted {
-            match Self::start_worker(this, queue) {
-                Ok(started) => queue = started,
-                Err(reason) => return Err((task, reason)),
-            }
-        }
-        queue.ring.push_back(ManuallyDrop::new(task));
-        this.announce_locked(queue, 1);
-        Ok(())
+        this.admission().enqueue(
+            task,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// Accepts every task of `tasks`, in order, under one acquisition of the lock, or none of
@@ -150,57 +165,16 @@ impl ExecutorCore {
         this: &Arc<Self>,
         tasks: &mut Vec<RawTask>,
     ) -> Result<(), RejectReason> {
-        if tasks.is_empty() {
-            return Ok(());
-        }
-        let mut queue = this.queue.lock();
-        if queue.run != RUNNING {
-            return Err(RejectReason::Shutdown);
-        }
-        if queue.worker == WorkerState::NotStarted {
-            queue = Self::start_worker(this, queue)?;
-        }
-        let count = tasks.len();
-        queue
-            .ring
-            .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
-        this.announce_locked(queue, count);
-        Ok(())
-    }
-
-    /// After `pushed` tasks went into the ring: raises `has_work` if they made it non-empty,
-    /// then releases the lock and wakes the worker only if it is parked.
-    #[inline]
-    fn announce_locked(&self, mut queue: MutexGuard<'_, QueueState>, pushed: usize) {
-        if queue.ring.len() == pushed {
-            self.has_work.store(true, Ordering::Release);
-        }
-        let wake = std::mem::take(&mut queue.worker_parked);
-        drop(queue);
-        if wake {
-            self.wakeups
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.work_available.notify_one();
-        }
+        this.admission().enqueue_all(
+            tasks,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// How many times a producer had to wake the parked worker.
     pub(crate) fn wakeups(&self) -> u64 {
         self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Starts the worker on first use (see `WorkerLifecycle::start_worker`).
-    #[cold]
-    fn start_worker<'a>(
-        this: &'a Arc<Self>,
-        queue: MutexGuard<'a, QueueState>,
-    ) -> Result<MutexGuard<'a, QueueState>, RejectReason> {
-        this.lifecycle.start_worker(
-            &this.queue,
-            queue,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
     }
 
     /// Under loom `spawn` refuses: the models start the worker themselves

@@ -13,6 +13,7 @@
 
 mod executor_core;
 mod executor_group;
+mod fifo_admission;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;

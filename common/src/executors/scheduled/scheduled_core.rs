@@ -8,6 +8,7 @@
 
 use crate::collections::ring::Ring;
 use crate::executors::executor_core::{WorkerState, RUNNING, SHUTDOWN, STOP, TERMINATED};
+use crate::executors::fifo_admission::{FifoAdmission, FifoQueue};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
@@ -16,7 +17,7 @@ use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
@@ -54,6 +55,16 @@ impl WorkerSlot for QueueState {
     }
 }
 
+impl FifoQueue for QueueState {
+    fn ring_mut(&mut self) -> &mut Ring<TaskSlot> {
+        &mut self.ring
+    }
+
+    fn worker_parked_mut(&mut self) -> &mut bool {
+        &mut self.worker_parked
+    }
+}
+
 /// The executor itself; `ScheduledExecutor` handles, `ScheduledHandle`s and the worker share it.
 pub(crate) struct ScheduledCore {
     /// Ring, timers and run state. Lock order: `queue`, then `due`, then an entry's own lock.
@@ -81,6 +92,8 @@ pub(crate) struct ScheduledCore {
     /// Whether the ring has tasks: set by the producer whose push made it non-empty, cleared
     /// by the worker when it takes them, on its own cache line. What the spinning worker polls.
     has_work: CachePadded<AtomicBool>,
+    /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
+    wakeups: std::sync::atomic::AtomicU64,
     /// Run-state mirror, termination signalling, naming, thread start, panic boundary, spin
     /// (shared with the plain executor's core).
     lifecycle: WorkerLifecycle,
@@ -133,6 +146,7 @@ impl ScheduledCore {
             timers_armed: AtomicBool::new(false),
             work_available: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
+            wakeups: std::sync::atomic::AtomicU64::new(0),
             lifecycle: WorkerLifecycle::new(factory, "scheduled-executor", RUNNING),
         }
     }
@@ -148,6 +162,18 @@ impl ScheduledCore {
 
     // ---- admission -----------------------------------------------------------------------
 
+    /// The producers' side of the immediate-task queue (the plain executor's protocol).
+    #[inline]
+    fn admission(&self) -> FifoAdmission<'_, QueueState> {
+        FifoAdmission {
+            queue: &self.queue,
+            has_work: &self.has_work,
+            work_available: &self.work_available,
+            lifecycle: &self.lifecycle,
+            wakeups: &self.wakeups,
+        }
+    }
+
     /// The fast path: queues an immediate task, never touching the timers.
     ///
     /// # Errors
@@ -155,18 +181,11 @@ impl ScheduledCore {
     /// The task and the reason: shut down, or the worker thread could not be started.
     #[inline]
     pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
-        let mut queue = this.queue.lock();
-        if queue.run != RUNNING {
-            return Err((task, RejectReason::Shutdown));
-        }
-        if queue.worker == WorkerState::NotStarted {
-            match Self::start_worker(this, queue) {
-                Ok(started) => queue = started,
-                Err(reason) => return Err((task, reason)),
-            }
-        }
-        this.push_locked(queue, task);
-        Ok(())
+        this.admission().enqueue(
+            task,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// The batch fast path: queues every task of `tasks`, in order, under one acquisition of
@@ -179,43 +198,11 @@ impl ScheduledCore {
         this: &Arc<Self>,
         tasks: &mut Vec<RawTask>,
     ) -> Result<(), RejectReason> {
-        if tasks.is_empty() {
-            return Ok(());
-        }
-        let mut queue = this.queue.lock();
-        if queue.run != RUNNING {
-            return Err(RejectReason::Shutdown);
-        }
-        if queue.worker == WorkerState::NotStarted {
-            queue = Self::start_worker(this, queue)?;
-        }
-        let count = tasks.len();
-        queue
-            .ring
-            .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
-        this.announce_locked(queue, count);
-        Ok(())
-    }
-
-    /// Pushes under the lock, then wakes the worker only if it is parked.
-    #[inline]
-    fn push_locked(&self, mut queue: MutexGuard<'_, QueueState>, task: RawTask) {
-        queue.ring.push_back(ManuallyDrop::new(task));
-        self.announce_locked(queue, 1);
-    }
-
-    /// After `pushed` tasks went into the ring: raises `has_work` if they made it non-empty,
-    /// then releases the lock and wakes the worker only if it is parked.
-    #[inline]
-    fn announce_locked(&self, mut queue: MutexGuard<'_, QueueState>, pushed: usize) {
-        if queue.ring.len() == pushed {
-            self.has_work.store(true, Ordering::Release);
-        }
-        let wake = std::mem::take(&mut queue.worker_parked);
-        drop(queue);
-        if wake {
-            self.work_available.notify_one();
-        }
+        this.admission().enqueue_all(
+            tasks,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 
     /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
@@ -228,13 +215,10 @@ impl ScheduledCore {
         deadline: Instant,
         entry: std::sync::Arc<dyn Timer>,
     ) -> Result<(), RejectReason> {
-        let mut queue = this.queue.lock();
-        if queue.run != RUNNING {
-            return Err(RejectReason::Shutdown);
-        }
-        if queue.worker == WorkerState::NotStarted {
-            queue = Self::start_worker(this, queue)?;
-        }
+        let mut queue = this.admission().admit(
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )?;
         let earliest = queue.timers.push(deadline, entry);
         this.timers_armed.store(true, Ordering::Relaxed);
         // Only a new earliest deadline changes how long a parked worker should sleep.
@@ -244,20 +228,6 @@ impl ScheduledCore {
             this.work_available.notify_one();
         }
         Ok(())
-    }
-
-    /// Starts the worker on first use (see `WorkerLifecycle::start_worker`).
-    #[cold]
-    fn start_worker<'a>(
-        this: &'a Arc<Self>,
-        queue: MutexGuard<'a, QueueState>,
-    ) -> Result<MutexGuard<'a, QueueState>, RejectReason> {
-        this.lifecycle.start_worker(
-            &this.queue,
-            queue,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
     }
 
     /// Under loom `spawn` refuses: the models run the worker's steps themselves (see
