@@ -4,9 +4,7 @@
 //! file; the comments here point at the rule each step keeps.
 
 use crate::collections::ring::Ring;
-use crate::executors::fifo_admission::{FifoAdmission, FifoQueue};
-use crate::executors::raw_task::RawTask;
-use crate::executors::rejected::RejectReason;
+use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
@@ -129,60 +127,9 @@ impl ExecutorCore {
         self.lifecycle.run_state()
     }
 
-    /// The producers' side of the queue (shared with the scheduled core).
-    #[inline]
-    fn admission(&self) -> FifoAdmission<'_, QueueState> {
-        FifoAdmission {
-            queue: &self.queue,
-            has_work: &self.has_work,
-            work_available: &self.work_available,
-            lifecycle: &self.lifecycle,
-            wakeups: &self.wakeups,
-        }
-    }
-
-    /// Accepts `task` unless the executor is shut down; starts the worker on first use.
-    ///
-    /// # Errors
-    ///
-    /// The task and the reason: the executor is shut down, or its thread could not be started.
-    #[inline]
-    pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
-        this.admission().enqueue(
-            task,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
-    }
-
-    /// Accepts every task of `tasks`, in order, under one acquisition of the lock, or none of
-    /// them: on success `tasks` is left empty, on refusal untouched.
-    ///
-    /// # Errors
-    ///
-    /// The reason, as for [`enqueue`](Self::enqueue).
-    pub(crate) fn enqueue_all(
-        this: &Arc<Self>,
-        tasks: &mut Vec<RawTask>,
-    ) -> Result<(), RejectReason> {
-        this.admission().enqueue_all(
-            tasks,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
-    }
-
     /// How many times a producer had to wake the parked worker.
     pub(crate) fn wakeups(&self) -> u64 {
         self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Under loom `spawn` refuses: the models start the worker themselves
-    /// (see `new_started_for_loom`).
-    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
-        let core = Arc::clone(this);
-        this.lifecycle
-            .spawn(Box::new(move || Self::run_worker(&core)))
     }
 
     /// A core whose worker the loom model runs itself, on a loom thread, via `run_worker`.
@@ -256,17 +203,6 @@ impl ExecutorCore {
             self.work_available.notify_one();
         }
         taken.into_iter().map(Task::from_raw).collect()
-    }
-
-    /// With no worker and nothing left to run, a shut-down executor is terminated at once.
-    fn terminate_if_workerless(&self, queue: &mut QueueState) {
-        if queue.worker == WorkerState::NotStarted
-            && queue.run != RUNNING
-            && queue.run != TERMINATED
-            && queue.ring.is_empty()
-        {
-            self.mark_terminated(queue);
-        }
     }
 
     fn mark_terminated(&self, queue: &mut QueueState) {
@@ -382,6 +318,37 @@ impl ExecutorCore {
     /// Spins briefly for work, then yields a few times (see `WorkerLifecycle::spin_for_work`).
     fn spin_for_work(&self) {
         self.lifecycle.spin_for_work(|| self.work_hint());
+    }
+}
+
+impl FifoCore for ExecutorCore {
+    type Queue = QueueState;
+
+    #[inline]
+    fn admission(&self) -> FifoAdmission<'_, QueueState> {
+        FifoAdmission {
+            queue: &self.queue,
+            has_work: &self.has_work,
+            work_available: &self.work_available,
+            lifecycle: &self.lifecycle,
+            wakeups: &self.wakeups,
+        }
+    }
+
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
+        let core = Arc::clone(this);
+        this.lifecycle
+            .spawn(Box::new(move || Self::run_worker(&core)))
+    }
+
+    fn terminate_if_workerless(&self, queue: &mut QueueState) {
+        if queue.worker == WorkerState::NotStarted
+            && queue.run != RUNNING
+            && queue.run != TERMINATED
+            && queue.ring.is_empty()
+        {
+            self.mark_terminated(queue);
+        }
     }
 }
 

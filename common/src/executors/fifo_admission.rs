@@ -10,7 +10,7 @@ use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::task_batch::TaskSlot;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::AtomicU64;
 
@@ -120,5 +120,62 @@ impl<'a, Q: FifoQueue> FifoAdmission<'a, Q> {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.work_available.notify_one();
         }
+    }
+}
+
+/// An executor core with a FIFO queue: what it provides, and the admission calls it gets from
+/// that (the same for both cores).
+pub(crate) trait FifoCore: Sized {
+    /// The core's lock-protected state.
+    type Queue: FifoQueue;
+
+    /// The core's producers' side, borrowed for one call.
+    fn admission(&self) -> FifoAdmission<'_, Self::Queue>;
+
+    /// Starts the worker thread (under loom, refuses: the models drive the worker).
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()>;
+
+    /// With no worker and nothing left to run, a shut-down core is terminated at once.
+    fn terminate_if_workerless(&self, queue: &mut Self::Queue);
+
+    /// Takes the lock and admits work (see [`FifoAdmission::admit`]).
+    ///
+    /// # Errors
+    ///
+    /// `Shutdown`, or the thread factory's error.
+    #[inline]
+    fn admit(this: &Arc<Self>) -> Result<MutexGuard<'_, Self::Queue>, RejectReason> {
+        this.admission().admit(
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
+    }
+
+    /// Accepts `task` unless the core is shut down; starts the worker on first use.
+    ///
+    /// # Errors
+    ///
+    /// The task and the reason: shut down, or the worker thread could not be started.
+    #[inline]
+    fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
+        this.admission().enqueue(
+            task,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
+    }
+
+    /// Accepts every task of `tasks`, in order, under one acquisition of the lock, or none of
+    /// them: on success `tasks` is left empty, on refusal untouched.
+    ///
+    /// # Errors
+    ///
+    /// The reason, as for [`enqueue`](Self::enqueue).
+    fn enqueue_all(this: &Arc<Self>, tasks: &mut Vec<RawTask>) -> Result<(), RejectReason> {
+        this.admission().enqueue_all(
+            tasks,
+            || Self::spawn_worker(this),
+            |queue| this.terminate_if_workerless(queue),
+        )
     }
 }

@@ -8,6 +8,7 @@
 
 use super::executor_core::ExecutorCore;
 use super::raw_task::RawTask;
+use crate::executors::fifo_admission::FifoCore;
 use crate::sync::{Arc, AtomicUsize, Ordering};
 use loom::thread;
 

@@ -1,6 +1,7 @@
 //! `SingleThreadExecutor`: the handle users hold; clones share one executor.
 
 use crate::executors::executor_core::{ExecutorCore, RUNNING, TERMINATED};
+use crate::executors::fifo_admission::FifoCore;
 use crate::executors::invoke_any::{InvokeAnyError, InvokeFailure};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectedExecution;

@@ -9,6 +9,7 @@
 use super::scheduled_core::ScheduledCore;
 use super::scheduled_handle::ScheduledHandle;
 use super::timer_entry::{EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob};
+use crate::executors::fifo_admission::FifoCore;
 use crate::executors::raw_task::RawTask;
 use crate::executors::task_error::TaskError;
 use crate::sync::{Arc, AtomicUsize, Ordering};

@@ -8,7 +8,7 @@
 
 use crate::collections::ring::Ring;
 use crate::executors::executor_core::{WorkerState, RUNNING, SHUTDOWN, STOP, TERMINATED};
-use crate::executors::fifo_admission::{FifoAdmission, FifoQueue};
+use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
@@ -162,49 +162,6 @@ impl ScheduledCore {
 
     // ---- admission -----------------------------------------------------------------------
 
-    /// The producers' side of the immediate-task queue (the plain executor's protocol).
-    #[inline]
-    fn admission(&self) -> FifoAdmission<'_, QueueState> {
-        FifoAdmission {
-            queue: &self.queue,
-            has_work: &self.has_work,
-            work_available: &self.work_available,
-            lifecycle: &self.lifecycle,
-            wakeups: &self.wakeups,
-        }
-    }
-
-    /// The fast path: queues an immediate task, never touching the timers.
-    ///
-    /// # Errors
-    ///
-    /// The task and the reason: shut down, or the worker thread could not be started.
-    #[inline]
-    pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
-        this.admission().enqueue(
-            task,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
-    }
-
-    /// The batch fast path: queues every task of `tasks`, in order, under one acquisition of
-    /// the lock, or none of them (on success `tasks` is left empty, on refusal untouched).
-    ///
-    /// # Errors
-    ///
-    /// The reason, as for [`enqueue`](Self::enqueue).
-    pub(crate) fn enqueue_all(
-        this: &Arc<Self>,
-        tasks: &mut Vec<RawTask>,
-    ) -> Result<(), RejectReason> {
-        this.admission().enqueue_all(
-            tasks,
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )
-    }
-
     /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
     ///
     /// # Errors
@@ -215,10 +172,7 @@ impl ScheduledCore {
         deadline: Instant,
         entry: std::sync::Arc<dyn Timer>,
     ) -> Result<(), RejectReason> {
-        let mut queue = this.admission().admit(
-            || Self::spawn_worker(this),
-            |queue| this.terminate_if_workerless(queue),
-        )?;
+        let mut queue = Self::admit(this)?;
         let earliest = queue.timers.push(deadline, entry);
         this.timers_armed.store(true, Ordering::Relaxed);
         // Only a new earliest deadline changes how long a parked worker should sleep.
@@ -228,14 +182,6 @@ impl ScheduledCore {
             this.work_available.notify_one();
         }
         Ok(())
-    }
-
-    /// Under loom `spawn` refuses: the models run the worker's steps themselves (see
-    /// `new_started_for_loom`).
-    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
-        let core = Arc::clone(this);
-        this.lifecycle
-            .spawn(Box::new(move || Self::run_worker(&core)))
     }
 
     /// A core whose worker the loom model drives itself, through `run_ready`.
@@ -421,18 +367,6 @@ impl ScheduledCore {
             entry.finish_cancel();
         }
         taken.into_iter().map(Task::from_raw).collect()
-    }
-
-    /// With no worker and nothing left to run, a shut-down executor is terminated at once.
-    fn terminate_if_workerless(&self, queue: &mut QueueState) {
-        if queue.worker == WorkerState::NotStarted
-            && queue.run != RUNNING
-            && queue.run != TERMINATED
-            && queue.ring.is_empty()
-            && queue.timers.is_empty()
-        {
-            self.mark_terminated(queue);
-        }
     }
 
     fn mark_terminated(&self, queue: &mut QueueState) {
@@ -670,6 +604,38 @@ impl ScheduledCore {
         };
         Self::run_batch(this);
         ready
+    }
+}
+
+impl FifoCore for ScheduledCore {
+    type Queue = QueueState;
+
+    #[inline]
+    fn admission(&self) -> FifoAdmission<'_, QueueState> {
+        FifoAdmission {
+            queue: &self.queue,
+            has_work: &self.has_work,
+            work_available: &self.work_available,
+            lifecycle: &self.lifecycle,
+            wakeups: &self.wakeups,
+        }
+    }
+
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
+        let core = Arc::clone(this);
+        this.lifecycle
+            .spawn(Box::new(move || Self::run_worker(&core)))
+    }
+
+    fn terminate_if_workerless(&self, queue: &mut QueueState) {
+        if queue.worker == WorkerState::NotStarted
+            && queue.run != RUNNING
+            && queue.run != TERMINATED
+            && queue.ring.is_empty()
+            && queue.timers.is_empty()
+        {
+            self.mark_terminated(queue);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `ScheduledExecutor`: the handle users hold; clones share one scheduled executor.
 
 use crate::executors::executor_core::{RUNNING, TERMINATED};
+use crate::executors::fifo_admission::FifoCore;
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::scheduled::scheduled_core::ScheduledCore;
