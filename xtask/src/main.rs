@@ -6,6 +6,7 @@ mod bench_machine;
 mod report;
 mod report_chart;
 mod report_markdown;
+mod setup;
 mod test;
 mod zookeeper;
 
@@ -33,7 +34,7 @@ fn print_help() {
     eprintln!(
         "cargo xtask <command>\n\n\
          commands:\n  \
-         test            fmt check, clippy -D warnings, cargo test --workspace, loom models\n  \
+         test            fmt check, clippy -D warnings, cargo test --workspace, loom models,\n                  Miri, valgrind (--no-loom, --no-miri, --no-valgrind skip one)\n  \
          bench [FILTER]  run the benchmarks and write target/bench-report/ (--full: longer)\n"
     );
 }

@@ -9,11 +9,21 @@
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`) and on `pulsar-client`'s
 //!    consumer dispatch (library models), in `target/loom`
-//! 5. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
-//!    batches, the scheduled executor, the zero-allocation binary, the consumer's listener
-//!    jobs), in `target/valgrind`
+//! 5. Miri (Stacked Borrows, its default) over the tests that execute `unsafe` code, on the
+//!    nightly toolchain (`cargo +nightly miri test`), in `target/miri`; the `miri` and
+//!    `rust-src` components are installed when missing ([`crate::setup`])
+//! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
+//!    batches, the scheduled executor, the zero-allocation binary), in `target/valgrind`
 //!
-//! Flags: `--no-loom`, `--no-valgrind` skip a step (CI runs everything).
+//! What each checker covers: loom explores every interleaving of the core protocols (within a
+//! preemption bound) on a model of the memory; Miri checks every execution it runs for
+//! undefined behaviour: aliasing (Stacked Borrows), provenance, use after free, uninitialised
+//! reads, data races, leaks; valgrind checks the real binary on the real allocator, at full
+//! scale (Miri runs smaller counts), for invalid accesses and leaks, but sees no aliasing or
+//! provenance errors.
+//!
+//! Flags: `--no-loom`, `--no-miri`, `--no-valgrind` skip a step while developing; CI runs
+//! everything, and a step whose tool cannot be installed fails the run.
 
 use crate::{cargo, workspace_root};
 use anyhow::{bail, Context, Result};
@@ -21,12 +31,22 @@ use std::process::Command;
 use std::time::Instant;
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
-    let loom = !args.iter().any(|a| a == "--no-loom");
-    let valgrind = !args.iter().any(|a| a == "--no-valgrind");
-    for arg in args {
-        if arg != "--no-loom" && arg != "--no-valgrind" {
-            bail!("unknown flag `{arg}` (expected --no-loom, --no-valgrind)");
-        }
+    const FLAGS: [&str; 3] = ["--no-loom", "--no-miri", "--no-valgrind"];
+    if let Some(arg) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
+        bail!(
+            "unknown flag `{arg}` (expected one of {})",
+            FLAGS.join(", ")
+        );
+    }
+    let wants = |step: &str| !args.iter().any(|a| a == &format!("--no-{step}"));
+    let (loom, miri, valgrind) = (wants("loom"), wants("miri"), wants("valgrind"));
+    // Install what the later steps need before the long ones start, so that a machine that
+    // cannot install them fails in seconds, not after the test suite.
+    if miri {
+        crate::setup::ensure_miri()?;
+    }
+    if valgrind {
+        crate::setup::ensure_valgrind()?;
     }
     let started = Instant::now();
 
@@ -81,6 +101,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         step("loom models (pulsar-client consumer)", &mut client_models)?;
     }
 
+    if miri {
+        miri_tests()?;
+    }
+
     if valgrind {
         valgrind_memcheck()?;
     }
@@ -92,13 +116,29 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The test runs Miri checks, as `(package, cargo test arguments)`: every test that executes
+/// `unsafe` code (task slots and batches, both executors, the pools, the client's consumer).
+/// Under Miri a test sees `cfg(miri)` and runs smaller counts where its full size would take
+/// minutes; tests that need the real machine (thread counts read from `/proc`, timing bounds)
+/// are skipped here by name and run natively and under valgrind.
+const MIRI_RUNS: &[(&str, &[&str])] = &[("pulsar-common", &["--lib", "raw_task"])];
+
+/// Runs [`MIRI_RUNS`] under Miri with Stacked Borrows (Miri's default model).
+fn miri_tests() -> Result<()> {
+    for (package, run) in MIRI_RUNS {
+        let mut miri = crate::setup::miri_cargo();
+        miri.args(["miri", "test", "-p", package])
+            .args(*run)
+            .env("CARGO_TARGET_DIR", workspace_root().join("target/miri"));
+        step(&format!("miri -p {package} {}", run.join(" ")), &mut miri)?;
+    }
+    Ok(())
+}
+
 /// Runs the tests that exercise `unsafe` under valgrind's memcheck, through cargo's target
 /// runner so that cargo finds the binaries. Stress tests are skipped (valgrind serialises
 /// threads; the races are covered natively and by loom).
 fn valgrind_memcheck() -> Result<()> {
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        bail!("valgrind is not installed (Debian: apt-get install -y valgrind); CI installs it");
-    }
     let runner = "valgrind --tool=memcheck --error-exitcode=97 --leak-check=full \
                   --errors-for-leak-kinds=definite --quiet";
     let runs: [(&str, &[&str]); 6] = [
