@@ -13,7 +13,8 @@
 //!    nightly toolchain (`cargo +nightly miri test`), in `target/miri`; the `miri` and
 //!    `rust-src` components are installed when missing ([`crate::setup`])
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
-//!    batches, the scheduled executor, the zero-allocation binary), in `target/valgrind`
+//!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
+//!    target runner is not part of cargo's fingerprint, so nothing is rebuilt for it)
 //!
 //! What each checker covers: loom explores every interleaving of the core protocols (within a
 //! preemption bound) on a model of the memory; Miri checks every execution it runs for
@@ -173,8 +174,7 @@ fn valgrind_memcheck() -> Result<()> {
             .args(["test", "-p", package])
             .args(run)
             .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", runner)
-            .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER", runner)
-            .env("CARGO_TARGET_DIR", workspace_root().join("target/valgrind"));
+            .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER", runner);
         step(
             &format!("valgrind memcheck -p {package} {}", run.join(" ")),
             &mut memcheck,
