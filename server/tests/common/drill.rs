@@ -225,6 +225,10 @@ impl AckedWriter {
                         attempts.fetch_add(1, Ordering::Relaxed);
                         if store.put(&path, b"acked", ExpectedVersion::Any).is_ok() {
                             acked.lock().unwrap().push(path);
+                        } else {
+                            // Without a session a put fails at once: pace the retries rather
+                            // than spin a core during the outage.
+                            thread::sleep(Duration::from_millis(20));
                         }
                     }
                 })
