@@ -249,16 +249,22 @@ impl ZooKeeperServer {
     /// What `srvr` reports as the server's mode (`standalone`, `leader`, `follower`), or `None`
     /// when it does not serve requests (down, starting, or without a quorum).
     pub fn mode(&self) -> Option<String> {
-        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.client_port));
-        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        stream.write_all(b"srvr").ok()?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).ok()?;
-        answer
+        self.four_letter_word("srvr")?
             .lines()
             .find_map(|line| line.strip_prefix("Mode: "))
             .map(|mode| mode.trim().to_owned())
+    }
+
+    /// The server's answer to a four-letter word (`srvr`, `cons`, `wchc`, `wchp` are enabled);
+    /// `None` when it does not answer.
+    pub fn four_letter_word(&self, word: &str) -> Option<String> {
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.client_port));
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        stream.write_all(word.as_bytes()).ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        Some(answer)
     }
 
     /// Kills the server with SIGKILL (no clean shutdown: what it acknowledged is on disk,
@@ -422,7 +428,7 @@ impl ZooKeeperEnsemble {
 }
 
 /// The configuration of one server: loopback only, a short tick, the `ruok`/`srvr` four-letter
-/// words (readiness and role), no admin server, no purge.
+/// words (readiness and role; connections and watches for diagnosis), no admin server, no purge.
 fn zoo_cfg(port: u16, data: &Path) -> String {
     format!(
         "tickTime={}\n\
@@ -435,7 +441,7 @@ fn zoo_cfg(port: u16, data: &Path) -> String {
          minSessionTimeout=1000\n\
          maxSessionTimeout=60000\n\
          admin.enableServer=false\n\
-         4lw.commands.whitelist=ruok,srvr\n\
+         4lw.commands.whitelist=ruok,srvr,cons,wchc,wchp\n\
          autopurge.purgeInterval=0\n",
         TICK.as_millis(),
         data.display()
@@ -474,7 +480,7 @@ mod tests {
         assert!(config.contains("clientPortAddress=127.0.0.1\n"));
         assert!(config.contains("dataDir=/tmp/zk/data\n"));
         assert!(config.contains("tickTime=500\n"));
-        assert!(config.contains("4lw.commands.whitelist=ruok,srvr\n"));
+        assert!(config.contains("4lw.commands.whitelist=ruok,srvr,cons,wchc,wchp\n"));
     }
 
     #[test]

@@ -130,16 +130,45 @@ impl DrillBroker {
     }
 }
 
-/// A value written now by `writer` reaches every broker's listeners within [`RECOVERY`].
+/// Notifications flow to every broker again: `writer` writes a new probe value every 200 ms
+/// until each broker's listeners heard one, failing after [`RECOVERY`]. (A probe written while a
+/// broker was still between sessions is not heard, and need not be: `Resync` covers it. The
+/// next one must be.)
 #[track_caller]
 pub fn assert_notifications_flow(writer: &MetadataStore, brokers: &[&DrillBroker], tag: &str) {
-    let path = format!("/drill/probe/{tag}");
-    writer
-        .put(&path, tag.as_bytes(), ExpectedVersion::Any)
-        .unwrap_or_else(|error| panic!("writing {path}: {error}"));
-    for broker in brokers {
-        recv_within(&broker.notifications, RECOVERY, |n| {
-            n.path == path && n.kind != NotificationType::ChildrenChanged
+    let prefix = format!("/drill/probe/{tag}-");
+    let deadline = Instant::now() + RECOVERY;
+    let mut deaf: Vec<&DrillBroker> = brokers.to_vec();
+    let mut probes = 0;
+    while !deaf.is_empty() {
+        if Instant::now() > deadline {
+            let ids: Vec<&str> = deaf.iter().map(|b| b.id.as_str()).collect();
+            let sessions: Vec<Vec<SessionEvent>> = deaf
+                .iter()
+                .map(|b| b.sessions.try_iter().collect())
+                .collect();
+            panic!(
+                "{ids:?} heard none of {probes} probes {prefix}* within {RECOVERY:?}; their \
+                 session events since the last wait: {sessions:?}"
+            );
+        }
+        // The write may fail while the store recovers; the next round tries again.
+        if writer
+            .put(&format!("{prefix}{probes}"), b"", ExpectedVersion::Any)
+            .is_ok()
+        {
+            probes += 1;
+        }
+        let round = Instant::now() + Duration::from_millis(200);
+        deaf.retain(|broker| loop {
+            let left = round.saturating_duration_since(Instant::now());
+            match broker.notifications.recv_timeout(left) {
+                Ok(n) if n.path.starts_with(&prefix) && n.kind == NotificationType::Created => {
+                    break false
+                }
+                Ok(_) => {}
+                Err(_) => break true,
+            }
         });
     }
 }
