@@ -78,6 +78,34 @@ fn a_server_back_within_the_session_timeout_means_connection_lost_then_reconnect
     let zk = store.zookeeper_session().unwrap();
     assert_eq!(zk.session_id(), session, "the same session");
     assert_eq!(zk.sessions_established(), 1, "never lost");
+
+    // The watch registered again delivers each change once: a duplicate of `/x` would come
+    // before the duplicate of `/y`, which comes before `/z`.
+    let created = |path: &'static str| {
+        move |n: &Notification| n.kind == NotificationType::Created && n.path == path
+    };
+    let collect_until = |path: &'static str| {
+        let mut seen = Vec::new();
+        loop {
+            let n = recv_within(&notifications, RECOVERY, |_| true);
+            let done = created(path)(&n);
+            seen.push(n);
+            if done {
+                return seen;
+            }
+        }
+    };
+    for path in ["/x", "/y"] {
+        store.put(path, b"", ExpectedVersion::Absent).unwrap();
+    }
+    let first = collect_until("/y");
+    assert_eq!(first.iter().filter(|n| created("/x")(n)).count(), 1);
+    store.put("/z", b"", ExpectedVersion::Absent).unwrap();
+    let later = collect_until("/z");
+    assert!(
+        !later.iter().any(|n| created("/x")(n) || created("/y")(n)),
+        "a change was delivered twice: {later:?}"
+    );
     store.close();
 }
 
