@@ -1,15 +1,17 @@
 //! Three broker processes (`examples/broker.rs`: a `LeaderService` and a `LoadManager` on a
 //! `zk:` store) on a ZooKeeper server the test starts; the leader's process is killed with
 //! SIGKILL. Another takes over within the session timeout plus a margin, and the dead broker's
-//! load report leaves the other brokers' caches and is never selected again.
+//! load report leaves the other brokers' caches and is never selected again; over the
+//! processes' `active` / `inactive` lines, never two leaders at once.
 
 mod common;
 
+use common::leader_history::{check_one_leader_at_a_time, Transition};
 use common::own_zookeeper_servers;
 use pulsar_testkit::zookeeper::ZooKeeperServer;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -35,7 +37,9 @@ struct BrokerProcess {
 }
 
 impl BrokerProcess {
-    fn spawn(url: &str, id: &str) -> Self {
+    /// Starts broker `id`; its `active` / `inactive` lines also go to `transitions`, tagged
+    /// with its id, in the order the reader threads received them.
+    fn spawn(url: &str, id: &str, transitions: &Sender<Transition>) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_broker"))
             .args([url, id, &SESSION_TIMEOUT.as_millis().to_string()])
             .stdin(Stdio::piped())
@@ -45,10 +49,20 @@ impl BrokerProcess {
             .expect("start the broker binary");
         let stdout = child.stdout.take().unwrap();
         let (sender, lines) = mpsc::channel();
+        let transitions = transitions.clone();
+        let candidate = id.to_owned();
         // Ends when the process's stdout closes (it exits or is killed).
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                let transition = match line.as_str() {
+                    "active" => Some(Transition::Active(candidate.clone())),
+                    "inactive" => Some(Transition::Inactive(candidate.clone())),
+                    _ => None,
+                };
+                if let Some(transition) = transition {
+                    let _ = transitions.send(transition);
+                }
                 if sender.send(line).is_err() {
                     break;
                 }
@@ -126,10 +140,12 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
     let server = ZooKeeperServer::start().unwrap();
     let url = format!("zk:{}/drill", server.address());
     let ids = ["broker-1", "broker-2", "broker-3"];
+    let (transitions, heard) = mpsc::channel();
     let mut brokers: Vec<BrokerProcess> = ids
         .iter()
-        .map(|id| BrokerProcess::spawn(&url, id))
+        .map(|id| BrokerProcess::spawn(&url, id, &transitions))
         .collect();
+    drop(transitions);
     for broker in &mut brokers {
         broker.await_line(ANSWER, |line| line == "ready");
     }
@@ -150,6 +166,9 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
     dead.kill();
     let killed_at = Instant::now();
     let dead = dead.id.clone();
+    // The leaders' history across the processes, the kill included.
+    let mut history: Vec<Transition> = heard.try_iter().collect();
+    history.push(Transition::Gone(dead.clone()));
 
     // One of the others takes over within the session timeout plus the margin.
     let within = SESSION_TIMEOUT + TAKEOVER_MARGIN;
@@ -167,9 +186,9 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
         // Polling two processes' output: a short pause between looks.
         thread::sleep(Duration::from_millis(20));
     };
+    let successor = brokers[new_leader].id.clone();
     eprintln!(
-        "{} took over {:?} after {dead} was killed",
-        brokers[new_leader].id,
+        "{successor} took over {:?} after {dead} was killed",
         killed_at.elapsed()
     );
 
@@ -199,7 +218,27 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
             broker.id
         );
     }
+    // (A reader thread passes a transition on before the line itself, so the successor's
+    // `active`, seen above, is in `heard`.)
     drop(brokers);
+    // Whatever the dead process printed before the kill but was read after it is ignored.
+    history.extend(heard.try_iter().filter(|transition| {
+        !matches!(transition, Transition::Active(id) | Transition::Inactive(id) if *id == dead)
+    }));
+    let active = check_one_leader_at_a_time(&history).unwrap_or_else(|overlap| panic!("{overlap}"));
+    assert_eq!(
+        active.into_iter().collect::<Vec<_>>(),
+        [successor],
+        "the successor leads at the end: {history:?}"
+    );
+    assert_eq!(
+        history
+            .iter()
+            .filter(|transition| matches!(transition, Transition::Active(_)))
+            .count(),
+        2,
+        "the first leader, then one successor: {history:?}"
+    );
     drop(server);
     eprintln!("drill: broker processes took {:?}", started.elapsed());
 }
