@@ -101,6 +101,7 @@ across_backends!(
     a_panicking_callback_does_not_stop_the_service,
     close_releases_leadership_and_stops_the_executor,
     close_is_idempotent_and_calls_after_close_fail,
+    a_sole_leader_leads_again_after_losing_its_session,
 );
 
 fn a_sole_candidate_leads_once_started(backend: &TestBackend) {
@@ -266,4 +267,22 @@ fn close_is_idempotent_and_calls_after_close_fail(backend: &TestBackend) {
         .map(|_| ()),
         Err(LeaderServiceError::Store(MetadataStoreError::AlreadyClosed))
     );
+}
+
+/// Mirrors Pulsar's `ZKSessionTest.testReacquireLeadershipAfterSessionLost`: with no other
+/// candidate, the leader whose session was lost steps down (its node went with the session) and
+/// leads again on the new session.
+fn a_sole_leader_leads_again_after_losing_its_session(backend: &TestBackend) {
+    let (heard, received) = mpsc::channel();
+    let a = Candidate::start(backend, Recorder::new("a", &heard));
+    assert_eq!(recv(&received).1, Callback::Active);
+
+    a.store.expire_session().unwrap();
+    assert_eq!(recv(&received).1, Callback::Inactive);
+    assert_eq!(recv(&received).1, Callback::Active);
+    assert!(a.service.is_leader());
+    assert_eq!(a.service.current_leader().unwrap().as_deref(), Some("a"));
+    let node = a.store.get(ELECTION).unwrap().expect("the election node");
+    assert!(node.stat.created_by_self, "held by the new session");
+    a.close();
 }

@@ -109,6 +109,7 @@ fn refreshes_run_on_the_load_manager_thread(backend: &TestBackend) {
     b.stop();
 }
 
+/// Mirrors Pulsar's `ModularLoadManagerImplTest.testBrokerStopCacheUpdate`.
 fn broker_stop_cache_updates(backend: &TestBackend) {
     let a = Broker::start(backend, "a", 0.5);
     let b = Broker::start(backend, "b", 0.1);

@@ -49,6 +49,13 @@ across_backends!(
     operations_after_close_fail_with_already_closed,
     close_is_idempotent,
     close_from_a_listener_returns_and_stops_delivery,
+    // mirrored from Pulsar's MetadataStoreTest, not covered above
+    an_empty_store_has_no_node_below_a_missing_one,
+    children_are_listed_level_by_level,
+    a_value_outlives_the_store_that_wrote_it,
+    notification_listeners_hear_each_kind_of_change,
+    a_closed_store_drops_its_listeners,
+    a_new_session_is_followed_by_a_resync_notification,
 );
 
 fn put_then_get_returns_the_value_at_version_zero(backend: &TestBackend) {
@@ -589,4 +596,141 @@ fn close_from_a_listener_returns_and_stops_delivery(backend: &TestBackend) {
     // `/close-now` was heard; the `ChildrenChanged` queued behind it was dropped by close.
     let heard: Vec<_> = received.try_iter().collect();
     assert_eq!(heard, ["/close-now"]);
+}
+
+/// Mirrors Pulsar's `MetadataStoreTest.emptyStoreTest`.
+fn an_empty_store_has_no_node_below_a_missing_one(backend: &TestBackend) {
+    let store = backend.open();
+    for path in ["/non-existing-key", "/non-existing-key/child"] {
+        assert!(!store.exists(path).unwrap(), "{path}");
+        assert_eq!(store.get(path).unwrap(), None, "{path}");
+        assert!(store.children(path).unwrap().is_empty(), "{path}");
+    }
+    assert!(matches!(
+        store.delete("/non-existing-key", ExpectedVersion::Any),
+        Err(MetadataStoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete("/non-existing-key", ExpectedVersion::Exactly(1)),
+        Err(MetadataStoreError::NotFound { .. }) | Err(MetadataStoreError::BadVersion { .. })
+    ));
+    store.close();
+}
+
+/// Mirrors Pulsar's `MetadataStoreTest.navigateChildrenTest`.
+fn children_are_listed_level_by_level(backend: &TestBackend) {
+    let store = backend.open();
+    store
+        .put("/key/c-0/cc-1", b"", ExpectedVersion::Any)
+        .unwrap();
+    store
+        .put("/key/c-0/cc-2/ccc-1", b"", ExpectedVersion::Any)
+        .unwrap();
+    assert_eq!(store.children("/key").unwrap(), ["c-0"]);
+    assert_eq!(store.children("/key/c-0").unwrap(), ["cc-1", "cc-2"]);
+    assert_eq!(store.children("/key/c-0/cc-2").unwrap(), ["ccc-1"]);
+    store.close();
+}
+
+/// Mirrors Pulsar's `MetadataStoreTest.testPersistent`: what a store wrote is read by a store
+/// opened after it closed. (As upstream, not for memory: its tree lives while a store has it
+/// open; here a second store keeps it open.)
+fn a_value_outlives_the_store_that_wrote_it(backend: &TestBackend) {
+    let keeper = backend.open();
+    let writer = backend.open();
+    writer
+        .put("/a/b/c", b"testPersistent", ExpectedVersion::Absent)
+        .unwrap();
+    writer.close();
+    let reader = backend.open();
+    assert_eq!(
+        reader.get("/a/b/c").unwrap().map(|read| read.value),
+        Some(b"testPersistent".to_vec())
+    );
+    reader.close();
+    keeper.close();
+}
+
+/// Mirrors Pulsar's `MetadataStoreTest.notificationListeners`: created, modified, a child's
+/// creation (with `ChildrenChanged` for the parent), its deletion (and the parent's
+/// `ChildrenChanged`), each with the reads agreeing.
+fn notification_listeners_hear_each_kind_of_change(backend: &TestBackend) {
+    use NotificationType::*;
+    let store = backend.open();
+    let (events, received) = mpsc::channel();
+    store
+        .register_listener(move |n: &Notification| events.send((n.kind, n.path.clone())).unwrap())
+        .unwrap();
+    let key = "/notification-listeners";
+    assert_eq!(store.get(key).unwrap(), None);
+    let stat = store.put(key, b"value-1", ExpectedVersion::Any).unwrap();
+    assert_eq!(stat.version, 0);
+    assert!(store.children(key).unwrap().is_empty());
+    assert_eq!(recv(&received), (Created, key.to_owned()));
+    assert_eq!(recv(&received), (ChildrenChanged, "/".to_owned()));
+
+    let stat = store.put(key, b"value-2", ExpectedVersion::Any).unwrap();
+    assert_eq!(stat.version, 1);
+    assert_eq!(recv(&received), (Modified, key.to_owned()));
+
+    let child = format!("{key}/xx");
+    assert_eq!(store.get(&child).unwrap(), None);
+    store.put(&child, b"value-2", ExpectedVersion::Any).unwrap();
+    assert_eq!(recv(&received), (Created, child.clone()));
+    assert_eq!(recv(&received), (ChildrenChanged, key.to_owned()));
+    assert!(store.exists(&child).unwrap());
+    assert_eq!(store.children(key).unwrap(), ["xx"]);
+
+    store.delete(&child, ExpectedVersion::Any).unwrap();
+    assert_eq!(recv(&received), (Deleted, child.clone()));
+    assert_eq!(recv(&received), (ChildrenChanged, key.to_owned()));
+    store.close();
+}
+
+/// The closed-store case of Pulsar's `MetadataStoreTest`: after close nothing more is delivered;
+/// here provably so, since close drops the listeners (and with them the channel's sender).
+fn a_closed_store_drops_its_listeners(backend: &TestBackend) {
+    let store = backend.open();
+    let other = backend.open();
+    let (events, received) = mpsc::channel();
+    store
+        .register_listener(move |n: &Notification| {
+            let _ = events.send(n.path.clone());
+        })
+        .unwrap();
+    store.close();
+    other
+        .put("/after-close", b"", ExpectedVersion::Any)
+        .unwrap();
+    // Anything queued before close was dropped with the executor; the sender is gone.
+    loop {
+        match received.recv_timeout(common::WAIT) {
+            Ok(path) => assert_ne!(path, "/after-close", "heard after close"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("the closed store kept its listener"),
+        }
+    }
+    other.close();
+}
+
+/// After a new session the store tells its notification listeners that changes may have been
+/// missed: `Resync` for `/`, right after `SessionReestablished`.
+fn a_new_session_is_followed_by_a_resync_notification(backend: &TestBackend) {
+    let store = backend.open();
+    let (events, received) = mpsc::channel();
+    let sessions = events.clone();
+    store
+        .register_listener(move |n: &Notification| {
+            let _ = events.send(format!("{:?} {}", n.kind, n.path));
+        })
+        .unwrap();
+    store
+        .register_session_listener(move |event| {
+            let _ = sessions.send(format!("{event:?}"));
+        })
+        .unwrap();
+    store.expire_session().unwrap();
+    recv_until(&received, |event| event == "SessionReestablished");
+    assert_eq!(recv(&received), "Resync /");
+    store.close();
 }

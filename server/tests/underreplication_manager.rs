@@ -67,6 +67,7 @@ across_backends!(
     close_from_a_callback_drops_the_callbacks_queued_behind_it,
     close_releases_held_locks,
     close_twice_and_calls_after_close,
+    locks_lost_with_the_session_are_forgotten_and_the_ledger_goes_to_another_worker,
 );
 
 fn marked_ledgers_are_listed_until_marked_replicated(backend: &TestBackend) {
@@ -136,6 +137,8 @@ fn a_callback_registered_while_enabled_runs_at_once_on_the_notification_thread(
     node.close();
 }
 
+/// Mirrors Pulsar's `LedgerUnderreplicationManagerTest.testEnableLedgerReplication` (the
+/// callbacks waiting on a disabled switch run once it is enabled).
 fn re_enable_callbacks_fire_once_each(backend: &TestBackend) {
     let a = Node::start(backend);
     let b = Node::start(backend);
@@ -399,4 +402,36 @@ fn close_twice_and_calls_after_close(backend: &TestBackend) {
     );
     assert_eq!(heard.try_iter().count(), 0);
     node.store.close();
+}
+
+/// Mirrors Pulsar's `ZKSessionTest.testReacquireLocksAfterSessionLost`, with the outcome this
+/// manager chose: a re-replication lock is not taken back after a session loss (another worker
+/// may have taken the ledger meanwhile); the manager forgets it, and the ledger is handed out
+/// again.
+fn locks_lost_with_the_session_are_forgotten_and_the_ledger_goes_to_another_worker(
+    backend: &TestBackend,
+) {
+    let a = Node::start(backend);
+    let b = Node::start(backend);
+    a.manager
+        .mark_ledger_underreplicated(9, "bookie-1:3181")
+        .unwrap();
+    assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), Some(9));
+    assert_eq!(a.manager.held_locks(), [9]);
+
+    a.store.expire_session().unwrap();
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !a.manager.held_locks().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lost lock is still held after {:?}",
+            common::WAIT
+        );
+        // Polling the manager's reconciliation on its own thread.
+        thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(b.manager.poll_ledger_to_rereplicate().unwrap(), Some(9));
+    assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), None);
+    a.close();
+    b.close();
 }

@@ -9,6 +9,8 @@
 //! - [`LONG`]: the bound on waits that only expire when there is a bug.
 //! - [`alloc`]: the counting global allocator (per-thread counters, snapshots) that the
 //!   benches and the allocation-asserting tests install.
+//! - [`zookeeper`]: throwaway ZooKeeper servers and ensembles on loopback, to kill and restart
+//!   (`cargo xtask test` starts its server with it too).
 
 pub mod alloc;
 mod blocking;
@@ -16,6 +18,7 @@ mod drop_counter;
 mod latch;
 mod threads;
 mod warnings;
+pub mod zookeeper;
 
 pub use blocking::block_worker_with;
 pub use drop_counter::{DropCounter, Token};

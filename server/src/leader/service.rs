@@ -11,8 +11,16 @@
 //! |---|---|
 //! | `start` | elect |
 //! | election node `Deleted` | stop leading if it was ours, then elect |
-//! | `SessionReestablished`, `Reconnected` | elect |
+//! | `SessionReestablished`, `Reconnected` | elect (a leader whose node survived leads again; a follower re-reads the node, whose deletion it may have missed) |
+//! | `ConnectionLost` | stop leading (until `Reconnected` confirms the node is still ours) |
 //! | `SessionLost` | stop leading, unless the node is held by the store's current session |
+//!
+//! One leader at a time: a leader that loses its connection cannot tell whether its session
+//! will expire on the server (its node deleted, a follower elected), so it steps down at once.
+//! The ZooKeeper client reports the loss after 2/5 of the session timeout without an answer from
+//! the server, which expires the session only after the whole timeout: the old leader has
+//! called `became_inactive` before another can be elected. When the connection comes back
+//! within the session timeout, the node is still its own and it leads again.
 
 use crate::leader::error::LeaderServiceError;
 use crate::metadata::{
@@ -147,7 +155,7 @@ impl LeaderService {
                     SessionEvent::SessionReestablished | SessionEvent::Reconnected => {
                         inner.queue(LeaderInner::elect)
                     }
-                    SessionEvent::ConnectionLost => {}
+                    SessionEvent::ConnectionLost => inner.queue(LeaderInner::connection_lost),
                 }
             }
         })?;
@@ -268,6 +276,16 @@ impl LeaderInner {
             // A session event or the node's deletion starts the next round.
             tracing::warn!(path = %self.path, candidate = %self.candidate, %error, "leader election round failed");
         }
+    }
+
+    /// The connection to the store dropped: leadership cannot be confirmed until it comes
+    /// back, so a leader steps down (`Reconnected` elects again, and the node, if it survived,
+    /// is still ours). Runs on `leader-service`.
+    fn connection_lost(&self) {
+        if self.state.lock().leading {
+            tracing::warn!(path = %self.path, candidate = %self.candidate, "connection to the store lost: stepping down until it is back");
+        }
+        self.transition(false);
     }
 
     /// A session of the store ended, and a node it held went with it. The event can arrive

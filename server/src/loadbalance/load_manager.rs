@@ -6,7 +6,7 @@
 //! |---|---|
 //! | any change under `/loadbalance/brokers` or `/loadbalance/failure-domains` | refresh |
 //! | `SessionReestablished` | register this broker again (its node went with the session), refresh |
-//! | `Reconnected` | refresh |
+//! | `Resync` (after `Reconnected` or `SessionReestablished`: changes may have gone unnotified) | refresh |
 //!
 //! Refreshes are coalesced: a burst of changes queues one refresh, which reads everything
 //! after the last of them. A refresh replaces the cache whole; brokers whose node is gone drop
@@ -18,7 +18,8 @@ use crate::loadbalance::report::{FailureDomain, LoadReport};
 use crate::loadbalance::{BROKERS_ROOT, FAILURE_DOMAINS_ROOT};
 use crate::metadata::path;
 use crate::metadata::{
-    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, SessionEvent,
+    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent,
 };
 use crate::threads::ComponentThreads;
 use crate::user_code::call_user;
@@ -327,9 +328,11 @@ impl ManagerInner {
         let notifications = self
             .store
             .register_listener(move |notification: &Notification| {
-                let relevant = [BROKERS_ROOT, FAILURE_DOMAINS_ROOT]
-                    .iter()
-                    .any(|root| notification.path.starts_with(root));
+                // A `Resync` (sent for `/`) means changes under the roots may have been missed.
+                let relevant = notification.kind == NotificationType::Resync
+                    || [BROKERS_ROOT, FAILURE_DOMAINS_ROOT]
+                        .iter()
+                        .any(|root| notification.path.starts_with(root));
                 if relevant {
                     if let Some(inner) = weak.upgrade() {
                         inner.queue_refresh();
@@ -346,8 +349,10 @@ impl ManagerInner {
                         }
                         inner.refresh();
                     }),
-                    SessionEvent::Reconnected => inner.queue_refresh(),
-                    SessionEvent::ConnectionLost | SessionEvent::SessionLost => {}
+                    // The `Resync` that follows refreshes.
+                    SessionEvent::Reconnected
+                    | SessionEvent::ConnectionLost
+                    | SessionEvent::SessionLost => {}
                 }
             }
         })?;

@@ -369,6 +369,8 @@ impl Provider for MemoryProvider {
             dispatcher.enqueue([
                 StoreEvent::Session(SessionEvent::SessionLost),
                 StoreEvent::Session(SessionEvent::SessionReestablished),
+                // As on ZooKeeper: listeners re-read after a new session.
+                StoreEvent::Node(Notification::new(NotificationType::Resync, "/")),
             ]);
             state.sessions.insert(new, Arc::clone(&dispatcher));
             tracing::info!(tree = %self.tree.name, old, new, "memory metadata session expired and replaced");

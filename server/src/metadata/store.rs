@@ -37,7 +37,9 @@ use std::sync::Arc;
 /// - **Notifications**: listeners run in the order the changes happened, on the store's own
 ///   single-thread executor (thread `metadata-store-{pool}-1`), never on the caller's thread and
 ///   never under a store lock. Creating or deleting a node also notifies `ChildrenChanged` for
-///   its parent.
+///   its parent. After a reconnect or a new session the store sends
+///   [`NotificationType::Resync`](crate::metadata::NotificationType::Resync) for `/`: changes
+///   made meanwhile were not notified, so listeners that cache re-read.
 /// - **Lifecycle**: clones share one store. [`close`](Self::close) stops the executor
 ///   (`shutdown_now`, then waits up to 10 s for a running listener) and ends the session; every
 ///   operation after it fails with [`MetadataStoreError::AlreadyClosed`]. Dropping the last
@@ -259,7 +261,8 @@ impl MetadataStore {
     /// Adds a listener for node changes. It runs on the store's `metadata-store` thread, in
     /// the order the changes happened, with no store lock held; a panic is caught and logged.
     /// It may call the store. After [`unregister_listener`](Self::unregister_listener) it can
-    /// still run once if a delivery was under way.
+    /// still run once if a delivery was under way. A listener that caches what it reads must
+    /// re-read on [`NotificationType::Resync`](crate::metadata::NotificationType::Resync).
     ///
     /// # Errors
     ///

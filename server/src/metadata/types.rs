@@ -68,6 +68,15 @@ pub enum NotificationType {
     Deleted,
     /// A child of the node was created or deleted.
     ChildrenChanged,
+    /// Changes at or below the node may have happened without a notification: the store lost
+    /// its connection or its session and has just watched again (ZooKeeper does not replay what
+    /// happened meanwhile). A listener that caches anything under the path re-reads it now;
+    /// notifications after this one are delivered as usual.
+    ///
+    /// The store sends it for `/` (every node) right after [`SessionEvent::Reconnected`] and
+    /// [`SessionEvent::SessionReestablished`], so a listener that registered only for
+    /// notifications learns of the gap too.
+    Resync,
 }
 
 /// A change to one node, delivered to the store's listeners in the order the changes happened.
@@ -97,12 +106,17 @@ impl Notification {
 pub enum SessionEvent {
     /// The connection to the backend dropped; the session may still be alive.
     ConnectionLost,
-    /// The connection came back within the session timeout: nothing was lost.
+    /// The connection came back within the session timeout (to the same server or another of
+    /// the ensemble): the session, its ephemeral nodes and the store's watches are in force
+    /// again. Changes made while disconnected were not notified: re-read what you cache (a
+    /// [`NotificationType::Resync`] follows), and re-check any decision that depends on the
+    /// store (a leader confirms its node is still its own).
     Reconnected,
     /// The session ended (expired): its ephemeral nodes are gone and its watches with it.
     SessionLost,
     /// A new session replaced the lost one and the store's watches are registered again;
-    /// components re-create their ephemeral nodes and re-read what they cache.
+    /// components re-create their ephemeral nodes and re-read what they cache (a
+    /// [`NotificationType::Resync`] follows).
     SessionReestablished,
 }
 

@@ -5,7 +5,9 @@
 //! events: `NodeCreated`/`NodeDeleted` become `Created`/`Deleted` followed by `ChildrenChanged`
 //! for the parent (as Pulsar derives them), `NodeDataChanged` becomes `Modified`. The session
 //! re-registers the watch after an expiry, so the store keeps delivering. Ephemeral nodes are
-//! ZooKeeper ephemerals of the store's session.
+//! ZooKeeper ephemerals of the store's session. After `Reconnected` and `SessionReestablished`
+//! (the watch is in force again) the store sends `Resync` for `/`: what changed while the
+//! watch was not in force was not notified.
 
 use crate::metadata::config::MetadataStoreConfig;
 use crate::metadata::dispatcher::{Dispatcher, StoreEvent};
@@ -13,7 +15,7 @@ use crate::metadata::error::MetadataStoreError;
 use crate::metadata::path;
 use crate::metadata::provider::{Provider, Result};
 use crate::metadata::types::{
-    CreateMode, ExpectedVersion, GetResult, Notification, NotificationType, Stat,
+    CreateMode, ExpectedVersion, GetResult, Notification, NotificationType, SessionEvent, Stat,
 };
 use crate::zookeeper::{ZooKeeperError, ZooKeeperSession};
 use std::fmt;
@@ -52,7 +54,7 @@ impl ZooKeeperProvider {
         let sink = Arc::downgrade(dispatcher);
         session.add_session_listener(move |event| {
             if let Some(dispatcher) = sink.upgrade() {
-                dispatcher.publish([StoreEvent::Session(event)]);
+                dispatcher.publish(session_events(event));
             }
         });
         let sink = Arc::downgrade(dispatcher);
@@ -293,6 +295,23 @@ impl fmt::Debug for ZooKeeperProvider {
             .field("session", &self.session)
             .finish()
     }
+}
+
+/// The store events for one session event: after a reconnect or a new session the watch is in
+/// force again, and whatever changed meanwhile was not notified, so a `Resync` for the whole
+/// store follows.
+fn session_events(event: SessionEvent) -> Vec<StoreEvent> {
+    let mut events = vec![StoreEvent::Session(event)];
+    if matches!(
+        event,
+        SessionEvent::Reconnected | SessionEvent::SessionReestablished
+    ) {
+        events.push(StoreEvent::Node(Notification::new(
+            NotificationType::Resync,
+            "/",
+        )));
+    }
+    events
 }
 
 /// The store events for one watch event (Pulsar derives the parent's `ChildrenChanged`).

@@ -14,6 +14,10 @@
 //! thread, never on the store's notification thread and never under the manager's lock. Whoever
 //! takes a callback out of the pending list (under the lock) queues it; the list is emptied in
 //! one step, so a callback cannot be taken twice.
+//!
+//! After `Reconnected` or `SessionReestablished` (changes may have gone unnotified) the manager
+//! reconciles on its thread: it runs the "enabled" callbacks if replication is enabled now, and
+//! forgets the ledger locks whose nodes are no longer its own.
 
 use crate::metadata::path;
 use crate::metadata::{
@@ -497,18 +501,19 @@ impl ManagerInner {
             })?;
         let weak = Arc::downgrade(self);
         let sessions = self.store.register_session_listener(move |event| {
-            if event != SessionEvent::SessionReestablished {
+            if !matches!(
+                event,
+                SessionEvent::SessionReestablished | SessionEvent::Reconnected
+            ) {
                 return;
             }
             if let Some(inner) = weak.upgrade() {
-                // An enable during the session loss went unnoticed: look again, off the store's
+                // Changes while disconnected went unnotified: look again, off the store's
                 // thread.
                 let weak = Arc::downgrade(&inner);
                 let _ = inner.executor.execute(move || {
                     if let Some(inner) = weak.upgrade() {
-                        if inner.store.exists(&inner.disable_path) == Ok(false) {
-                            inner.run_enabled_callbacks();
-                        }
+                        inner.reconcile();
                     }
                 });
             }
@@ -518,6 +523,33 @@ impl ManagerInner {
             .registrations
             .extend([notifications, sessions]);
         Ok(())
+    }
+
+    /// After a reconnect or a new session: runs the "enabled" callbacks if replication was
+    /// enabled while the store was not listening, and forgets the locks this manager no longer
+    /// holds (gone with an expired session, or deleted by someone else), so it does not
+    /// re-replicate a ledger another worker may now lock. Runs on
+    /// `underreplication-notification`.
+    fn reconcile(&self) {
+        if self.store.exists(&self.disable_path) == Ok(false) {
+            self.run_enabled_callbacks();
+        }
+        let held: Vec<u64> = self.state.lock().held_locks.iter().copied().collect();
+        for ledger_id in held {
+            let still_ours = match self.store.get(&self.lock_path(ledger_id)) {
+                Ok(Some(read)) => read.stat.created_by_self,
+                Ok(None) => false,
+                // Cannot tell now; the next reconnect looks again.
+                Err(_) => true,
+            };
+            if !still_ours {
+                tracing::warn!(
+                    ledger_id,
+                    "re-replication lock lost while the store was disconnected; forgetting it"
+                );
+                self.state.lock().held_locks.remove(&ledger_id);
+            }
+        }
     }
 
     /// Takes every pending "replication enabled" callback and queues each on the executor.

@@ -8,14 +8,27 @@
 //! | `zk-connect-executor-{pool}-1` | connecting (first and after expiry), (re-)registering watches, session listeners, in order |
 //! | `zk-io-{pool}-1` | the client's session task, the watch pumps (they call the watch handlers), the session-state monitor |
 //!
-//! Session life: a state monitor per session watches its state. `Disconnected` and
-//! `SyncConnected` become [`SessionEvent::ConnectionLost`] / [`SessionEvent::Reconnected`] (the
-//! client re-attaches the watches by itself). `Expired` (or `Closed` when `close` did not ask
-//! for it: [`ZooKeeperSession::expire_session`]) becomes [`SessionEvent::SessionLost`] and
-//! queues recovery on `zk-connect-executor`: connect a new session (retrying with backoff
-//! until it succeeds or the session is closed), register every watch again, then
-//! [`SessionEvent::SessionReestablished`]. Everything that changes which watches exist runs on
-//! that one thread, so a watch added while a recovery runs is registered exactly once.
+//! Session life: a state monitor per session watches its state. `Disconnected` becomes
+//! [`SessionEvent::ConnectionLost`]. `SyncConnected` after it (the same session, reconnected
+//! within the session timeout, possibly to another server of the ensemble) queues on
+//! `zk-connect-executor`: register every watch again on the server, then
+//! [`SessionEvent::Reconnected`]. The client crate is not trusted to re-attach them:
+//! `zookeeper-client` 0.11.2 never re-sends persistent watches (`resend_watches` in
+//! `src/session/watch.rs` computes `index.max(index)`, so the `SetWatches` it sends has no
+//! persistent slots), and a server forgets a connection's watches when the connection ends. The
+//! watch registered again on the same client is dropped at once: the client keeps dispatching to
+//! the first registration's pump, so events are not delivered twice, and dropping a duplicate
+//! sends nothing to the server while another watcher of the same mode remains on the path.
+//! Changes made while disconnected are never replayed for persistent watches: listeners must
+//! re-read what they cache on `Reconnected` (the metadata store also sends
+//! [`NotificationType::Resync`](crate::metadata::NotificationType::Resync)).
+//!
+//! `Expired` (or `Closed` when `close` did not ask for it: [`ZooKeeperSession::expire_session`])
+//! becomes [`SessionEvent::SessionLost`] and queues recovery on `zk-connect-executor`: connect a
+//! new session (retrying with backoff until it succeeds or the session is closed), register every
+//! watch again, then [`SessionEvent::SessionReestablished`]. Everything that changes which
+//! watches exist runs on that one thread, so a watch added while a recovery runs is registered
+//! exactly once.
 
 use crate::metadata::path;
 use crate::metadata::{
@@ -426,6 +439,82 @@ impl SessionInner {
         }
     }
 
+    /// The session of `generation` reconnected (same session): queue the re-registration of
+    /// the watches, which then reports [`SessionEvent::Reconnected`].
+    fn reconnected(self: &Arc<Self>, generation: u64) {
+        tracing::info!(hosts = %self.hosts, generation, "ZooKeeper session reconnected; registering the watches again");
+        let weak = Arc::downgrade(self);
+        let _ = self.connect_executor.execute(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.restore_watches(generation);
+            }
+        });
+    }
+
+    /// Registers every watch again on the reconnected session of `generation`, then tells the
+    /// listeners [`SessionEvent::Reconnected`]. Retries with backoff while the session stays
+    /// connected; gives up quietly when it disconnects again (the next reconnect queues this
+    /// again) or when another session replaced it (its recovery registers the watches and
+    /// reports [`SessionEvent::SessionReestablished`]). Runs on `zk-connect-executor`.
+    fn restore_watches(self: &Arc<Self>, generation: u64) {
+        let mut backoff = RECOVERY_BACKOFF_MIN;
+        loop {
+            let client = {
+                let state = self.state.lock();
+                if state.closed || state.established != generation {
+                    return;
+                }
+                match &state.client {
+                    Some(client) => client.clone(),
+                    None => return,
+                }
+            };
+            match self.register_watches_again(&client) {
+                Ok(()) => {
+                    tracing::info!(hosts = %self.hosts, session_id = client.session_id().0, "ZooKeeper watches registered again after the reconnect");
+                    self.notify(SessionEvent::Reconnected);
+                    return;
+                }
+                Err(error) => {
+                    let connected = matches!(
+                        client.state(),
+                        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+                    );
+                    if !connected {
+                        tracing::info!(hosts = %self.hosts, %error, "disconnected again while registering the watches; the next reconnect retries");
+                        return;
+                    }
+                    tracing::warn!(hosts = %self.hosts, %error, retry_in = ?backoff, "cannot register the watches again yet");
+                    let mut state = self.state.lock();
+                    if !state.closed {
+                        // Not a sleep: `close` wakes it.
+                        let _ = self.closed_changed.wait_for(&mut state, backoff);
+                    }
+                    backoff = (backoff * 2).min(RECOVERY_BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    /// Adds every watch to the server again through `client`, whose first registration (and its
+    /// pump) stays in place. Runs on `zk-connect-executor`.
+    fn register_watches_again(&self, client: &zk::Client) -> Result<(), ZooKeeperError> {
+        let watches = self.watches.lock().clone();
+        for watch in &watches {
+            let duplicate = self
+                .run(
+                    "registering a watch again",
+                    client.watch(&watch.path, zk::AddWatchMode::PersistentRecursive),
+                )?
+                .map_err(|error| client_error("registering a watch again", error))?;
+            // The server now sends the path's events again; the client hands them to every
+            // watcher of the path, and the first one's pump delivers them. Dropping this one
+            // removes it from the client only (another persistent recursive watcher remains).
+            drop(duplicate);
+        }
+        Ok(())
+    }
+
     /// The session of `generation` expired: forget its client and queue the recovery.
     fn session_expired(self: &Arc<Self>, generation: u64) {
         let expired = {
@@ -537,7 +626,7 @@ async fn state_monitor(mut states: zk::StateWatcher, session: Weak<SessionInner>
         match state {
             zk::SessionState::Disconnected => inner.emit(SessionEvent::ConnectionLost),
             zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                inner.emit(SessionEvent::Reconnected)
+                inner.reconnected(generation)
             }
             zk::SessionState::Expired => {
                 inner.session_expired(generation);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod drill;
+pub mod leader_history;
 pub mod proxy;
 
 use pulsar_server::metadata::{MetadataStore, MetadataStoreConfig};
@@ -97,6 +99,28 @@ pub fn zookeeper_address() -> Option<String> {
              or set {ZOOKEEPER_ENV}=off to skip the ZooKeeper tests locally"
         ),
     }
+}
+
+/// Whether the tests that start their own ZooKeeper servers (to kill and restart them) run.
+/// They need the server's jars, not `PULSAR_TEST_ZOOKEEPER`; like every ZooKeeper test they
+/// are skipped only when a developer opts out with `PULSAR_TEST_ZOOKEEPER=off` outside CI.
+///
+/// # Panics
+///
+/// When the jars are missing: the drills are part of the suite, not optional.
+pub fn own_zookeeper_servers() -> bool {
+    let in_ci = std::env::var_os("CI").is_some_and(|value| !value.is_empty() && value != "false");
+    if !in_ci && std::env::var(ZOOKEEPER_ENV).is_ok_and(|value| value == "off") {
+        eprintln!("ZooKeeper drill SKIPPED: {ZOOKEEPER_ENV}=off");
+        return false;
+    }
+    if let Err(error) = pulsar_testkit::zookeeper::classpath() {
+        panic!(
+            "the ZooKeeper drills start their own servers: {error} (`cargo xtask test` installs \
+             it), or set {ZOOKEEPER_ENV}=off to skip the ZooKeeper tests locally"
+        );
+    }
+    true
 }
 
 /// `test-<pid>-<n>`: unique in this run and across runs sharing a ZooKeeper server.

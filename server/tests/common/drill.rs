@@ -1,0 +1,319 @@
+//! The fault drills' cast: brokers (a store, a `LeaderService` and a `LoadManager` each), a
+//! writer that records which writes were acknowledged, and the checks every drill ends with
+//! (notifications flow, one leader, dead brokers leave every cache, no acknowledged write lost).
+
+use super::leader_history::LeaderHistory;
+use pulsar_server::leader::LeaderService;
+use pulsar_server::loadbalance::{LoadManager, LoadReport};
+use pulsar_server::metadata::{
+    ExpectedVersion, MetadataStore, MetadataStoreConfig, Notification, NotificationType,
+    SessionEvent,
+};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// The election every drill broker joins.
+pub const ELECTION_PATH: &str = "/drill/leader";
+
+/// How long a drill waits for the system to settle after a fault ("within a few seconds"; a
+/// bound on a wait, not a measurement).
+pub const RECOVERY: Duration = Duration::from_secs(15);
+
+/// The store config of a drill: `session_timeout`, and an operation timeout short enough that
+/// calls during an outage fail quickly.
+pub fn config(session_timeout: Duration) -> MetadataStoreConfig {
+    MetadataStoreConfig::default()
+        .with_session_timeout(session_timeout)
+        .with_operation_timeout(Duration::from_secs(2))
+}
+
+/// Receives until `wanted` matches, within `within`; the value that matched.
+#[track_caller]
+pub fn recv_within<T: std::fmt::Debug>(
+    receiver: &Receiver<T>,
+    within: Duration,
+    wanted: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok(value) if wanted(&value) => return value,
+            Ok(value) => seen.push(value),
+            Err(error) => {
+                let tail = &seen[seen.len().saturating_sub(20)..];
+                panic!("no matching value within {within:?} ({error}); last seen {tail:?}")
+            }
+        }
+    }
+}
+
+/// Polls `condition` until it holds, within `within`; fails the test with `what` otherwise.
+#[track_caller]
+pub fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !condition() {
+        assert!(Instant::now() < deadline, "not within {within:?}: {what}");
+        // Polling state another thread changes: a short pause between looks.
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One broker of a drill: its own store (session), a leader service and a load manager on it,
+/// and what the store told its listeners.
+pub struct DrillBroker {
+    /// The broker's id (candidate id and load-report name).
+    pub id: String,
+    /// The broker's store.
+    pub store: MetadataStore,
+    /// Its leader service.
+    pub leader: LeaderService,
+    /// Its load manager.
+    pub load: LoadManager,
+    /// Every notification its store delivered.
+    pub notifications: Receiver<Notification>,
+    /// Every session event its store delivered.
+    pub sessions: Receiver<SessionEvent>,
+}
+
+impl DrillBroker {
+    /// Starts broker `id` on `url`, its leadership callbacks recorded in `history`.
+    pub fn start(
+        url: &str,
+        config: MetadataStoreConfig,
+        id: &str,
+        history: &LeaderHistory,
+    ) -> Self {
+        let store = MetadataStore::open_with_config(url, config)
+            .unwrap_or_else(|error| panic!("cannot open a store on {url}: {error}"));
+        let (heard, notifications) = mpsc::channel();
+        store
+            .register_listener(move |n: &Notification| {
+                let _ = heard.send(n.clone());
+            })
+            .unwrap();
+        let (heard, sessions) = mpsc::channel();
+        store
+            .register_session_listener(move |event| {
+                let _ = heard.send(event);
+            })
+            .unwrap();
+        let leader =
+            LeaderService::start(store.clone(), ELECTION_PATH, id, history.listener(id)).unwrap();
+        let load = LoadManager::start(store.clone(), id, LoadReport::default()).unwrap();
+        Self {
+            id: id.to_owned(),
+            store,
+            leader,
+            load,
+            notifications,
+            sessions,
+        }
+    }
+
+    /// Waits for `event` from the store.
+    #[track_caller]
+    pub fn await_session_event(&self, event: SessionEvent, within: Duration) {
+        recv_within(&self.sessions, within, |heard| *heard == event);
+    }
+
+    /// Stops the broker cleanly (its report and, if it leads, the election node are deleted).
+    pub fn stop(&self, history: &LeaderHistory) {
+        history.gone(&self.id);
+        self.leader.close();
+        self.load.stop();
+        self.store.close();
+    }
+}
+
+/// Notifications flow to every broker again: `writer` writes a new probe value every 200 ms
+/// until each broker's listeners heard one, failing after [`RECOVERY`]. (A probe written while a
+/// broker was still between sessions is not heard, and need not be: `Resync` covers it. The
+/// next one must be.)
+#[track_caller]
+pub fn assert_notifications_flow(writer: &MetadataStore, brokers: &[&DrillBroker], tag: &str) {
+    let prefix = format!("/drill/probe/{tag}-");
+    let deadline = Instant::now() + RECOVERY;
+    let mut deaf: Vec<&DrillBroker> = brokers.to_vec();
+    let mut probes = 0;
+    while !deaf.is_empty() {
+        if Instant::now() > deadline {
+            let ids: Vec<&str> = deaf.iter().map(|b| b.id.as_str()).collect();
+            let sessions: Vec<Vec<SessionEvent>> = deaf
+                .iter()
+                .map(|b| b.sessions.try_iter().collect())
+                .collect();
+            panic!(
+                "{ids:?} heard none of {probes} probes {prefix}* within {RECOVERY:?}; their \
+                 session events since the last wait: {sessions:?}"
+            );
+        }
+        // The write may fail while the store recovers; the next round tries again.
+        if writer
+            .put(&format!("{prefix}{probes}"), b"", ExpectedVersion::Any)
+            .is_ok()
+        {
+            probes += 1;
+        }
+        let round = Instant::now() + Duration::from_millis(200);
+        deaf.retain(|broker| loop {
+            let left = round.saturating_duration_since(Instant::now());
+            match broker.notifications.recv_timeout(left) {
+                Ok(n) if n.path.starts_with(&prefix) && n.kind == NotificationType::Created => {
+                    break false
+                }
+                Ok(_) => {}
+                Err(_) => break true,
+            }
+        });
+    }
+}
+
+/// Waits until exactly one of `brokers` leads and every one names it as the leader; its id.
+#[track_caller]
+pub fn await_one_leader(brokers: &[&DrillBroker], history: &LeaderHistory) -> String {
+    let mut leader = String::new();
+    eventually(
+        RECOVERY,
+        "exactly one leader, named by every broker",
+        || {
+            let leading: Vec<&DrillBroker> = brokers
+                .iter()
+                .copied()
+                .filter(|b| b.leader.is_leader())
+                .collect();
+            if leading.len() != 1 {
+                return false;
+            }
+            leader = leading[0].id.clone();
+            brokers.iter().all(|b| {
+                b.leader.current_leader().ok().flatten().as_deref() == Some(leader.as_str())
+            })
+        },
+    );
+    history.assert_one_leader_at_a_time();
+    let active = history.active_now();
+    assert_eq!(
+        active.into_iter().collect::<Vec<_>>(),
+        [leader.clone()],
+        "the callbacks agree with is_leader"
+    );
+    leader
+}
+
+/// Waits until `gone` has left the cache of every broker in `brokers`, then checks that placing
+/// many bundles never picks it.
+#[track_caller]
+pub fn assert_broker_left_every_cache(gone: &str, brokers: &[&DrillBroker]) {
+    for broker in brokers {
+        eventually(
+            RECOVERY,
+            &format!("{gone} leaves the cache of {}", broker.id),
+            || !broker.load.available_brokers().iter().any(|b| b == gone),
+        );
+    }
+    for broker in brokers {
+        for bundle in 0..32 {
+            let chosen = broker
+                .load
+                .select_broker(&format!("drill/ns/0x{bundle:08x}_0x{:08x}", bundle + 1))
+                .unwrap();
+            assert_ne!(chosen.as_deref(), Some(gone), "a dead broker was selected");
+        }
+    }
+}
+
+/// Writes `/drill/acked/<n>` in a loop on its own thread, remembering which writes were
+/// acknowledged (returned `Ok`); failed or timed-out writes are not counted.
+pub struct AckedWriter {
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<Vec<String>>>,
+    attempts: Arc<AtomicUsize>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AckedWriter {
+    /// Starts writing through `store`.
+    pub fn start(store: MetadataStore) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let thread = {
+            let (stop, acked, attempts) = (stop.clone(), acked.clone(), attempts.clone());
+            thread::Builder::new()
+                .name("drill-writer".into())
+                .spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Acquire) {
+                        let path = format!("/drill/acked/{n:08}");
+                        n += 1;
+                        attempts.fetch_add(1, Ordering::Relaxed);
+                        if store.put(&path, b"acked", ExpectedVersion::Any).is_ok() {
+                            acked.lock().unwrap().push(path);
+                        } else {
+                            // Without a session a put fails at once: pace the retries rather
+                            // than spin a core during the outage.
+                            thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                })
+                .unwrap()
+        };
+        Self {
+            stop,
+            acked,
+            attempts,
+            thread: Some(thread),
+        }
+    }
+
+    /// How many writes were acknowledged so far.
+    pub fn acked_count(&self) -> usize {
+        self.acked.lock().unwrap().len()
+    }
+
+    /// Stops writing; the acknowledged paths.
+    pub fn finish(mut self) -> Vec<String> {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+        let attempts = self.attempts.load(Ordering::Relaxed);
+        let acked = std::mem::take(&mut *self.acked.lock().unwrap());
+        eprintln!(
+            "drill writer: {} of {attempts} writes acknowledged",
+            acked.len()
+        );
+        acked
+    }
+}
+
+impl Drop for AckedWriter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Every acknowledged write is still there, read through `store`.
+#[track_caller]
+pub fn assert_acked_writes_survived(store: &MetadataStore, acked: &[String]) {
+    assert!(!acked.is_empty(), "the writer had some writes acknowledged");
+    let present: std::collections::BTreeSet<String> = store
+        .children("/drill/acked")
+        .unwrap()
+        .into_iter()
+        .map(|child| format!("/drill/acked/{child}"))
+        .collect();
+    let lost: Vec<&String> = acked
+        .iter()
+        .filter(|path| !present.contains(*path))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+}
