@@ -1,7 +1,7 @@
 //! Throwaway ZooKeeper servers on loopback, one or a quorum ensemble: `cargo xtask test` starts
 //! one for the suites, and the fault drills start their own to kill and restart them.
 //!
-//! The server is the Debian `zookeeper` package's (`.ci/zookeeper.sh` installs it), run as
+//! The server is the Debian `zookeeper` package's (`cargo xtask test` installs it when missing), run as
 //! `java -cp <jars> org.apache.zookeeper.server.quorum.QuorumPeerMain <zoo.cfg>` (which runs a
 //! standalone server when the config names no peers). `ZOOKEEPER_CLASSPATH` overrides the class
 //! path. Every server gets its own scratch directory (config, data, log); dropping the handle
@@ -64,8 +64,8 @@ pub fn classpath() -> Result<String, LaunchError> {
     let jars = JARS.map(|jar| Path::new(JAR_DIR).join(jar));
     if let Some(missing) = jars.iter().find(|jar| !jar.exists()) {
         return Err(error(format!(
-            "{} is missing: install ZooKeeper with `bash .ci/zookeeper.sh` (Debian package \
-             `zookeeper`)",
+            "{} is missing: `cargo xtask test` installs it (Debian package \
+             `zookeeper`: `apt-get install zookeeper`)",
             missing.display()
         )));
     }

@@ -1,5 +1,6 @@
 //! What `cargo xtask test` installs on a fresh machine before the steps that need it: Debian
-//! packages (valgrind) through `apt-get`, and Miri's toolchain components through `rustup`.
+//! packages (ZooKeeper, valgrind) through `apt-get`, and toolchain components (rustfmt, clippy,
+//! Miri) through `rustup`.
 //!
 //! Each `ensure_*` function checks first and installs only what is missing. Installing needs
 //! root (or a working `sudo`); where that is not possible the error says, in one line, what to
@@ -45,6 +46,28 @@ pub(crate) fn apt_install(packages: &[&str]) -> Result<()> {
         if !status.success() {
             bail!("{argv:?} failed ({status}): run `{by_hand}` by hand, then try again");
         }
+    }
+    Ok(())
+}
+
+/// Makes sure `cargo fmt` and `cargo clippy` run, adding the `rustfmt` and `clippy`
+/// components to the toolchain that runs xtask when they are missing.
+///
+/// # Errors
+///
+/// They are missing and `rustup` cannot add them.
+pub(crate) fn ensure_lints() -> Result<()> {
+    let present = |tool: &str| succeeds(crate::cargo().args([tool, "--version"]));
+    if present("fmt") && present("clippy") {
+        return Ok(());
+    }
+    println!("==> xtask test: installing rustfmt and clippy");
+    let status = Command::new("rustup")
+        .args(["component", "add", "rustfmt", "clippy"])
+        .status()
+        .context("running rustup (rustfmt and clippy are missing)")?;
+    if !status.success() || !present("fmt") || !present("clippy") {
+        bail!("cannot add rustfmt and clippy: run `rustup component add rustfmt clippy`");
     }
     Ok(())
 }

@@ -4,8 +4,7 @@
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
 //! 3. `cargo test --workspace`, with a throwaway ZooKeeper server (Debian's `zookeeper`
-//!    package, installed by `.ci/zookeeper.sh` first when missing and this user may: root or
-//!    password-less sudo) whose address goes to the tests in `PULSAR_TEST_ZOOKEEPER`; the
+//!    package, installed first when missing: [`crate::setup::apt_install`]) whose address goes to the tests in `PULSAR_TEST_ZOOKEEPER`; the
 //!    fault drills (`server/tests/zookeeper_*.rs`, `broker_processes.rs`) start their own
 //!    servers and ensembles from the same jars
 //! 4. the loom models: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release`
@@ -45,6 +44,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let (loom, miri, valgrind) = (wants("loom"), wants("miri"), wants("valgrind"));
     // Install what the later steps need before the long ones start, so that a machine that
     // cannot install them fails in seconds, not after the test suite.
+    crate::setup::ensure_lints()?;
+    crate::zookeeper::ensure_installed()?;
     if miri {
         crate::setup::ensure_miri()?;
     }
@@ -69,7 +70,6 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     {
         // The metadata-store suites also run against a real ZooKeeper: start one (or use the
         // one named in PULSAR_TEST_ZOOKEEPER) and stop it when the tests are done.
-        crate::zookeeper::ensure_installed()?;
         let zookeeper = crate::zookeeper::start_for_tests()?;
         let (name, value) = zookeeper.env();
         let mut test = cargo();

@@ -2,12 +2,10 @@
 //! `pulsar_testkit::zookeeper`, the launcher the fault drills use too), its address passed to
 //! `cargo test` in `PULSAR_TEST_ZOOKEEPER`, stopped when the guard drops. An address already in
 //! `PULSAR_TEST_ZOOKEEPER` is used as it is. [`ensure_installed`] installs the server's package
-//! (`.ci/zookeeper.sh`) when it is missing and this process may install packages.
+//! when it is missing.
 
-use crate::workspace_root;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use pulsar_testkit::zookeeper::ZooKeeperServer;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The environment variable the ZooKeeper tests read the server's `host:port` from.
@@ -36,71 +34,27 @@ impl Drop for ZooKeeperGuard {
     }
 }
 
-/// How `.ci/zookeeper.sh` can be run here: directly as root, or through password-less sudo.
-enum Privilege {
-    Root,
-    Sudo,
-}
-
 /// Makes sure the ZooKeeper jars are there, for the suites' server and for the fault drills
-/// (which start their own servers even when `PULSAR_TEST_ZOOKEEPER` names one): installs them
-/// with `.ci/zookeeper.sh` (Debian's `zookeeper` package) as root or through `sudo -n`, and
-/// otherwise fails with one line saying what to run. Skipped when the ZooKeeper tests are
-/// opted out (`PULSAR_TEST_ZOOKEEPER=off`).
+/// (which start their own servers even when `PULSAR_TEST_ZOOKEEPER` names one): installs
+/// Debian's `zookeeper` package (which brings a Java runtime) when they are missing, through
+/// [`crate::setup::apt_install`]. Skipped when the ZooKeeper tests are opted out
+/// (`PULSAR_TEST_ZOOKEEPER=off`).
 ///
 /// # Errors
 ///
-/// The jars are missing and cannot be installed from here, or the install failed.
+/// The jars are missing and cannot be installed from here (the message names the command to
+/// run), or they are still missing after the install.
 pub(crate) fn ensure_installed() -> Result<()> {
     if pulsar_testkit::zookeeper::installed()
         || std::env::var(ENV_VAR).is_ok_and(|value| value == "off")
     {
         return Ok(());
     }
-    let script = workspace_root().join(".ci/zookeeper.sh");
-    let mut install = match privilege() {
-        Some(Privilege::Root) => {
-            let mut command = Command::new("bash");
-            command.arg(&script);
-            command
-        }
-        Some(Privilege::Sudo) => {
-            let mut command = Command::new("sudo");
-            command.args(["-n", "bash"]).arg(&script);
-            command
-        }
-        None => bail!(
-            "ZooKeeper is missing and this user cannot install packages: run `sudo bash \
-             .ci/zookeeper.sh` once, then `cargo xtask test` again"
-        ),
-    };
-    eprintln!("xtask: ZooKeeper is missing; installing it with .ci/zookeeper.sh");
-    let status = install
-        .status()
-        .with_context(|| format!("cannot run {}", script.display()))?;
-    if !status.success() || !pulsar_testkit::zookeeper::installed() {
-        bail!(
-            "installing ZooKeeper with .ci/zookeeper.sh failed ({status}); run it by hand to \
-             see why"
-        );
+    crate::setup::apt_install(&["zookeeper"])?;
+    if !pulsar_testkit::zookeeper::installed() {
+        bail!("the zookeeper package is installed but its jars are still missing");
     }
     Ok(())
-}
-
-/// Root, or a `sudo` that needs no password; `None` when neither.
-fn privilege() -> Option<Privilege> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
-        return Some(Privilege::Root);
-    }
-    let sudo = Command::new("sudo")
-        .args(["-n", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .ok()?;
-    sudo.success().then_some(Privilege::Sudo)
 }
 
 /// Starts a ZooKeeper server for the tests unless `PULSAR_TEST_ZOOKEEPER` already names one,
