@@ -20,13 +20,17 @@ type BoxError = Box<dyn Error + Send + Sync + 'static>;
 /// assert_eq!(error.to_string(), "the function failed: bad input");
 /// assert!(!error.is_panic());
 /// ```
+#[derive(thiserror::Error)]
 pub enum FunctionError {
     /// The function (or its future) returned this error.
-    Failed(BoxError),
+    #[error("the function failed: {0}")]
+    Failed(#[source] BoxError),
     /// The function (or its future, while polled) panicked; the payload given to `panic!`.
+    #[error("the function panicked: {}", panic_message(.0.as_ref()))]
     Panicked(Box<dyn Any + Send>),
     /// The result was never produced: its [`ResultCompleter`](crate::functions::ResultCompleter)
     /// or task was dropped unrun, or the instance was closed while it was outstanding.
+    #[error("the result was abandoned before it was produced")]
     Abandoned,
 }
 
@@ -98,33 +102,6 @@ impl fmt::Debug for FunctionError {
     }
 }
 
-impl fmt::Display for FunctionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FunctionError::Failed(error) => write!(f, "the function failed: {error}"),
-            FunctionError::Panicked(payload) => {
-                write!(
-                    f,
-                    "the function panicked: {}",
-                    panic_message(payload.as_ref())
-                )
-            }
-            FunctionError::Abandoned => {
-                f.write_str("the result was abandoned before it was produced")
-            }
-        }
-    }
-}
-
-impl Error for FunctionError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            FunctionError::Failed(error) => Some(error.as_ref()),
-            _ => None,
-        }
-    }
-}
-
 /// Why [`FunctionInstance::process`](crate::functions::FunctionInstance::process) or
 /// [`try_process`](crate::functions::FunctionInstance::try_process) did not take a record; the
 /// record comes back. `Debug` does not require `R: Debug`.
@@ -142,11 +119,14 @@ impl Error for FunctionError {
 ///     other => panic!("unexpected {other:?}"),
 /// }
 /// ```
+#[derive(thiserror::Error)]
 pub enum ProcessError<R> {
     /// `max_pending` asynchronous results are outstanding (only from `try_process`; `process`
     /// waits instead). The function was not called.
+    #[error("record not processed: max_pending asynchronous results are outstanding")]
     Full(R),
     /// The instance was closed. The function was not called.
+    #[error("record not processed: the function instance is closed")]
     Closed(R),
 }
 
@@ -176,21 +156,6 @@ impl<R> fmt::Debug for ProcessError<R> {
     }
 }
 
-impl<R> fmt::Display for ProcessError<R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProcessError::Full(_) => f.write_str(
-                "record not processed: max_pending asynchronous results are outstanding",
-            ),
-            ProcessError::Closed(_) => {
-                f.write_str("record not processed: the function instance is closed")
-            }
-        }
-    }
-}
-
-impl<R> Error for ProcessError<R> {}
-
 /// An error a [`Producer`](crate::functions::Producer) reports from `send`, `flush` or `close`.
 ///
 /// # Examples
@@ -201,8 +166,10 @@ impl<R> Error for ProcessError<R> {}
 /// let error = ProducerError::new("broker unavailable");
 /// assert_eq!(error.to_string(), "producer error: broker unavailable");
 /// ```
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("producer error: {error}")]
 pub struct ProducerError {
+    #[source]
     error: BoxError,
 }
 
@@ -224,18 +191,6 @@ impl ProducerError {
     }
 }
 
-impl fmt::Display for ProducerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "producer error: {}", self.error)
-    }
-}
-
-impl Error for ProducerError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(self.error.as_ref())
-    }
-}
-
 /// Why [`ProducerCache::get_or_create`](crate::functions::ProducerCache::get_or_create) gave no
 /// producer. `Debug` does not require `E: Debug`.
 ///
@@ -247,11 +202,14 @@ impl Error for ProducerError {
 /// let error: GetProducerError<std::io::Error> = GetProducerError::Closed;
 /// assert_eq!(error.to_string(), "the producer cache is closed");
 /// ```
+#[derive(thiserror::Error)]
 pub enum GetProducerError<E> {
     /// The cache was closed (before the call, or while the producer was being created; a
     /// producer created meanwhile is flushed and closed by the cache).
+    #[error("the producer cache is closed")]
     Closed,
     /// The `create` closure failed with this error; nothing was cached.
+    #[error("the producer could not be created")]
     Create(E),
 }
 
@@ -263,17 +221,6 @@ impl<E> fmt::Debug for GetProducerError<E> {
         }
     }
 }
-
-impl<E> fmt::Display for GetProducerError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GetProducerError::Closed => f.write_str("the producer cache is closed"),
-            GetProducerError::Create(_) => f.write_str("the producer could not be created"),
-        }
-    }
-}
-
-impl<E> Error for GetProducerError<E> {}
 
 /// An error from a [`BatchSource`](crate::functions::BatchSource) (discovery, prepare, read or
 /// close), or the panic of one of those calls.
@@ -287,12 +234,19 @@ impl<E> Error for GetProducerError<E> {}
 /// assert_eq!(error.to_string(), "discovery phase failed");
 /// assert!(!error.is_panic());
 /// ```
+#[derive(thiserror::Error)]
+#[error(transparent)]
 pub struct SourceError {
     kind: SourceErrorKind,
 }
 
+/// What a [`SourceError`] holds. A returned error is shown as it is (its message, and its own
+/// `source()`), so a source's error reads the same when the executor hands it back.
+#[derive(thiserror::Error)]
 enum SourceErrorKind {
+    #[error(transparent)]
     Failed(BoxError),
+    #[error("the source panicked: {}", panic_message(.0.as_ref()))]
     Panicked(Box<dyn Any + Send>),
 }
 
@@ -356,36 +310,18 @@ impl SourceError {
 
 impl fmt::Debug for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
+        fmt::Debug::fmt(&self.kind, f)
+    }
+}
+
+impl fmt::Debug for SourceErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             SourceErrorKind::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
             SourceErrorKind::Panicked(payload) => f
                 .debug_tuple("Panicked")
                 .field(&panic_message(payload.as_ref()))
                 .finish(),
-        }
-    }
-}
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            SourceErrorKind::Failed(error) => fmt::Display::fmt(error, f),
-            SourceErrorKind::Panicked(payload) => {
-                write!(
-                    f,
-                    "the source panicked: {}",
-                    panic_message(payload.as_ref())
-                )
-            }
-        }
-    }
-}
-
-impl Error for SourceError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match &self.kind {
-            SourceErrorKind::Failed(error) => error.source(),
-            SourceErrorKind::Panicked(_) => None,
         }
     }
 }
@@ -401,45 +337,25 @@ impl Error for SourceError {
 /// let error = ReadError::Discovery(SourceError::new("discovery phase failed"));
 /// assert_eq!(error.to_string(), "discovery failed: discovery phase failed");
 /// ```
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {
     /// The last discovery failed (Pulsar's stored `discoveryException`). Returned once, by the
     /// first read that needs a new task after the failure; later reads go on.
-    Discovery(SourceError),
+    #[error("discovery failed: {0}")]
+    Discovery(#[source] SourceError),
     /// `BatchSource::prepare` failed for the next task; that task is dropped.
-    Prepare(SourceError),
+    #[error("preparing the next task failed: {0}")]
+    Prepare(#[source] SourceError),
     /// `BatchSource::read_next` failed; the current task stays prepared.
-    Read(SourceError),
+    #[error("reading the current task failed: {0}")]
+    Read(#[source] SourceError),
     /// The executor is closed.
+    #[error("the batch source executor is closed")]
     Closed,
     /// Another thread is inside `read` or `try_read` (one reader at a time).
+    #[error("another thread is reading from this batch source executor")]
     ConcurrentRead,
-}
-
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReadError::Discovery(error) => write!(f, "discovery failed: {error}"),
-            ReadError::Prepare(error) => write!(f, "preparing the next task failed: {error}"),
-            ReadError::Read(error) => write!(f, "reading the current task failed: {error}"),
-            ReadError::Closed => f.write_str("the batch source executor is closed"),
-            ReadError::ConcurrentRead => {
-                f.write_str("another thread is reading from this batch source executor")
-            }
-        }
-    }
-}
-
-impl Error for ReadError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            ReadError::Discovery(error) | ReadError::Prepare(error) | ReadError::Read(error) => {
-                Some(error)
-            }
-            _ => None,
-        }
-    }
 }
 
 /// A task that [`TaskEmitter::emit`](crate::functions::TaskEmitter::emit) did not take because
@@ -453,6 +369,8 @@ impl Error for ReadError {
 /// let error = EmitError("s3://bucket/part-7");
 /// assert_eq!(error.into_task(), "s3://bucket/part-7");
 /// ```
+#[derive(thiserror::Error)]
+#[error("task not queued: the batch source executor is closed")]
 pub struct EmitError<T>(pub T);
 
 impl<T> EmitError<T> {
@@ -476,14 +394,6 @@ impl<T> fmt::Debug for EmitError<T> {
     }
 }
 
-impl<T> fmt::Display for EmitError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("task not queued: the batch source executor is closed")
-    }
-}
-
-impl<T> Error for EmitError<T> {}
-
 impl<T> From<EmitError<T>> for SourceError {
     fn from(error: EmitError<T>) -> Self {
         SourceError::new(error.to_string())
@@ -500,6 +410,8 @@ impl<T> From<EmitError<T>> for SourceError {
 ///
 /// assert_eq!(PushError("row 7").into_record(), "row 7");
 /// ```
+#[derive(thiserror::Error)]
+#[error("record not queued: the push source is closed")]
 pub struct PushError<R>(pub R);
 
 impl<R> PushError<R> {
@@ -522,11 +434,3 @@ impl<R> fmt::Debug for PushError<R> {
         f.write_str("PushError(..)")
     }
 }
-
-impl<R> fmt::Display for PushError<R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("record not queued: the push source is closed")
-    }
-}
-
-impl<R> Error for PushError<R> {}

@@ -2,8 +2,6 @@
 //! `MetadataStoreException` family).
 
 use crate::metadata::types::ExpectedVersion;
-use std::error::Error;
-use std::fmt;
 
 /// Why a metadata-store operation failed.
 ///
@@ -22,10 +20,11 @@ use std::fmt;
 /// store.close();
 /// assert_eq!(store.get("/a").unwrap_err(), MetadataStoreError::AlreadyClosed);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetadataStoreError {
     /// The URL given to `open` names no provider, or is malformed.
+    #[error("invalid metadata store URL `{url}`: {reason}")]
     InvalidUrl {
         /// The URL as given.
         url: String,
@@ -33,6 +32,7 @@ pub enum MetadataStoreError {
         reason: String,
     },
     /// The path is not absolute, ends with `/`, or has an empty segment.
+    #[error("invalid metadata path `{path}`: {reason}")]
     InvalidPath {
         /// The path as given.
         path: String,
@@ -40,12 +40,14 @@ pub enum MetadataStoreError {
         reason: &'static str,
     },
     /// The node does not exist (`delete`).
+    #[error("node `{path}` does not exist")]
     NotFound {
         /// The node.
         path: String,
     },
     /// A compare-and-set lost: the node's version is not the expected one, the node exists
     /// where [`ExpectedVersion::Absent`] was asked, or it is missing where a version was.
+    #[error("bad version for `{path}`: expected {expected}")]
     BadVersion {
         /// The node.
         path: String,
@@ -53,56 +55,31 @@ pub enum MetadataStoreError {
         expected: ExpectedVersion,
     },
     /// The node has children and cannot be deleted.
+    #[error("node `{path}` has children")]
     NotEmpty {
         /// The node.
         path: String,
     },
     /// The node's parent (or an ancestor) is ephemeral: ephemeral nodes cannot have children.
+    #[error("cannot create `{path}`: an ancestor is ephemeral")]
     EphemeralParent {
         /// The node that could not be created.
         path: String,
     },
     /// The store has been closed.
+    #[error("the metadata store is closed")]
     AlreadyClosed,
     /// The backend cannot be reached, or the session is lost and not yet re-established; the
     /// operation may be retried.
+    #[error("the metadata store is unavailable: {reason}")]
     Unavailable {
         /// What the backend reported.
         reason: String,
     },
     /// Any other failure the backend reported.
+    #[error("the metadata store backend failed: {reason}")]
     Backend {
         /// What the backend reported.
         reason: String,
     },
 }
-
-impl fmt::Display for MetadataStoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MetadataStoreError::InvalidUrl { url, reason } => {
-                write!(f, "invalid metadata store URL `{url}`: {reason}")
-            }
-            MetadataStoreError::InvalidPath { path, reason } => {
-                write!(f, "invalid metadata path `{path}`: {reason}")
-            }
-            MetadataStoreError::NotFound { path } => write!(f, "node `{path}` does not exist"),
-            MetadataStoreError::BadVersion { path, expected } => {
-                write!(f, "bad version for `{path}`: expected {expected}")
-            }
-            MetadataStoreError::NotEmpty { path } => write!(f, "node `{path}` has children"),
-            MetadataStoreError::EphemeralParent { path } => {
-                write!(f, "cannot create `{path}`: an ancestor is ephemeral")
-            }
-            MetadataStoreError::AlreadyClosed => f.write_str("the metadata store is closed"),
-            MetadataStoreError::Unavailable { reason } => {
-                write!(f, "the metadata store is unavailable: {reason}")
-            }
-            MetadataStoreError::Backend { reason } => {
-                write!(f, "the metadata store backend failed: {reason}")
-            }
-        }
-    }
-}
-
-impl Error for MetadataStoreError {}

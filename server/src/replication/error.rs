@@ -1,16 +1,16 @@
 //! `ReplicationError`: why an under-replication manager call failed.
 
 use crate::metadata::MetadataStoreError;
-use std::error::Error;
-use std::fmt;
 
 /// Why an [`UnderreplicationManager`](crate::replication::UnderreplicationManager) call failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplicationError {
     /// The manager has been closed.
+    #[error("the under-replication manager is closed")]
     Closed,
     /// A node holds a value the manager cannot read.
+    #[error("unreadable replication metadata at `{path}`: {reason}")]
     Corrupt {
         /// The node.
         path: String,
@@ -18,32 +18,6 @@ pub enum ReplicationError {
         reason: String,
     },
     /// The metadata store failed.
-    Store(MetadataStoreError),
-}
-
-impl fmt::Display for ReplicationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReplicationError::Closed => f.write_str("the under-replication manager is closed"),
-            ReplicationError::Corrupt { path, reason } => {
-                write!(f, "unreadable replication metadata at `{path}`: {reason}")
-            }
-            ReplicationError::Store(error) => write!(f, "replication metadata failure: {error}"),
-        }
-    }
-}
-
-impl Error for ReplicationError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            ReplicationError::Store(error) => Some(error),
-            _ => None,
-        }
-    }
-}
-
-impl From<MetadataStoreError> for ReplicationError {
-    fn from(error: MetadataStoreError) -> Self {
-        ReplicationError::Store(error)
-    }
+    #[error("replication metadata failure: {0}")]
+    Store(#[from] MetadataStoreError),
 }
