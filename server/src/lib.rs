@@ -21,11 +21,12 @@
 //! ([`threads::ComponentThreads`]) so tests can prove none is left behind.
 #![warn(rust_2018_idioms)]
 
+mod component;
 pub mod functions;
 pub mod leader;
 pub mod loadbalance;
 pub mod metadata;
 pub mod replication;
-pub mod threads;
-mod user_code;
 pub mod zookeeper;
+
+pub use component::threads;

@@ -1,15 +1,13 @@
 //! `BatchSourceExecutor`: drives a `BatchSource`: a triggerer makes discovery run on the discovery executor; readers prepare and read the discovered tasks in order (Pulsar's `BatchSourceExecutor`).
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::{call_user, catch_user, drop_user};
+use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
 use crate::functions::batch_source::{BatchSource, TaskEmitter};
 use crate::functions::errors::{EmitError, ReadError, SourceError};
-use crate::functions::thread_tracking::TrackingFactory;
 use crate::functions::triggerer::{DiscoveryTrigger, DiscoveryTriggerer, TriggerOutcome};
-use crate::functions::unwind::{call_user, drop_user};
-use crate::threads::ComponentThreads;
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{
-    panic_message, NamedThreadFactory, PulsarExecutors, SingleThreadExecutor, ThreadFactory,
-};
+use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic;
@@ -21,7 +19,7 @@ use std::time::Duration;
 pub const BATCH_SOURCE_DISCOVERY_POOL_NAME: &str = "batch-source-discovery";
 
 /// How long `close` waits for a running discovery to finish, by default.
-pub const DEFAULT_DISCOVERY_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_DISCOVERY_CLOSE_TIMEOUT: Duration = CLOSE_TIMEOUT;
 
 /// Drives a [`BatchSource`] (Pulsar's `BatchSourceExecutor`).
 ///
@@ -94,13 +92,12 @@ pub struct BatchSourceExecutor<S: BatchSource> {
     /// A task is prepared and not yet read to its end. Only the reader holding `reading`
     /// touches it (its Acquire/Release order these accesses).
     prepared: AtomicBool,
-    threads: ComponentThreads,
 }
 
 /// What the executor shares with its discovery task and its trigger.
 struct Shared<S: BatchSource> {
     source: S,
-    executor: SingleThreadExecutor,
+    executor: ComponentExecutor,
     state: Mutex<State<S::Task>>,
     /// Readers wait here for a task, a discovery error, or close.
     changed: Condvar,
@@ -226,7 +223,7 @@ impl<S: BatchSource> BatchSourceExecutor<S> {
                 return Err(ReadError::Closed);
             }
             if self.prepared.load(Ordering::Relaxed) {
-                let error = match call_user(|| source.read_next()) {
+                let error = match catch_user("BatchSource::read_next", || source.read_next()) {
                     Ok(Ok(Some(record))) => return Ok(Some(record)),
                     Ok(Ok(None)) => {
                         self.prepared.store(false, Ordering::Relaxed);
@@ -255,7 +252,7 @@ impl<S: BatchSource> BatchSourceExecutor<S> {
                     self.shared.changed.wait(&mut state);
                 }
             };
-            let error = match call_user(|| source.prepare(task)) {
+            let error = match catch_user("BatchSource::prepare", || source.prepare(task)) {
                 Ok(Ok(())) => {
                     self.prepared.store(true, Ordering::Relaxed);
                     continue;
@@ -352,7 +349,7 @@ impl<S: BatchSource> BatchSourceExecutor<S> {
     /// assert_eq!(threads.live_count(), 0);
     /// ```
     pub fn threads(&self) -> ComponentThreads {
-        self.threads.clone()
+        self.shared.executor.threads()
     }
 
     /// Whether [`close`](Self::close) has been called.
@@ -413,12 +410,7 @@ impl<S: BatchSource> BatchSourceExecutor<S> {
         }
         let triggerer = self.triggerer.lock().take();
         if let Some(mut triggerer) = triggerer {
-            if let Err(payload) = call_user(|| triggerer.stop()) {
-                tracing::error!(
-                    panic = panic_message(payload.as_ref()),
-                    "stopping the discovery triggerer panicked"
-                );
-            }
+            call_user("DiscoveryTriggerer::stop", || triggerer.stop());
             drop_user(triggerer, "the discovery triggerer");
         }
         let queued = {
@@ -429,23 +421,13 @@ impl<S: BatchSource> BatchSourceExecutor<S> {
         self.shared.changed.notify_all();
         let dropped_tasks = queued.len();
         drop_user(queued, "queued batch source tasks");
-        let executor = &self.shared.executor;
-        executor.shutdown();
-        if !executor.await_termination(self.close_timeout) {
-            tracing::warn!(
-                executor = %executor.name(),
-                timeout = ?self.close_timeout,
-                "discovery still running at close; closing the source anyway"
-            );
-        }
+        // A discovery still running at the timeout is warned about; the source closes anyway.
+        self.shared
+            .executor
+            .close_after_queued(self.close_timeout, "a discovery");
         let source = &self.shared.source;
-        match call_user(|| source.close()) {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "closing the batch source failed"),
-            Err(payload) => tracing::error!(
-                panic = panic_message(payload.as_ref()),
-                "closing the batch source panicked"
-            ),
+        if let Some(Err(error)) = call_user("BatchSource::close", || source.close()) {
+            tracing::warn!(%error, "closing the batch source failed");
         }
         tracing::info!(dropped_tasks, "batch source executor closed");
     }
@@ -497,7 +479,9 @@ impl<S: BatchSource> Shared<S> {
         }
         let mut sink = |task| self.push_task(task);
         let mut emitter = TaskEmitter::new(&mut sink);
-        let outcome = call_user(|| self.source.discover(&mut emitter));
+        let outcome = catch_user("BatchSource::discover", || {
+            self.source.discover(&mut emitter)
+        });
         let emitted = emitter.emitted();
         let failure = match outcome {
             Ok(Ok(())) => None,
@@ -696,11 +680,7 @@ impl<S: BatchSource> BatchSourceExecutorBuilder<S> {
         let factory = self
             .factory
             .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(BATCH_SOURCE_DISCOVERY_POOL_NAME)));
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            TrackingFactory::new(factory, threads.clone()),
-            false,
-        );
+        let executor = ComponentExecutor::with_factory(factory);
         let shared = Arc::new(Shared {
             source: self.source,
             executor,
@@ -715,7 +695,7 @@ impl<S: BatchSource> BatchSourceExecutorBuilder<S> {
         let weak = Arc::downgrade(&shared);
         let trigger = DiscoveryTrigger::new(move |reason| Shared::fire(&weak, reason));
         let mut triggerer = self.triggerer;
-        if let Err(payload) = call_user(|| triggerer.start(trigger)) {
+        if let Err(payload) = catch_user("DiscoveryTriggerer::start", || triggerer.start(trigger)) {
             shared.executor.shutdown_now();
             panic::resume_unwind(payload);
         }
@@ -726,7 +706,6 @@ impl<S: BatchSource> BatchSourceExecutorBuilder<S> {
             close_timeout: self.close_timeout,
             reading: AtomicBool::new(false),
             prepared: AtomicBool::new(false),
-            threads,
         }
     }
 }

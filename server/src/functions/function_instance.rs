@@ -16,15 +16,13 @@
 //! slots) and wakers (which only queue tasks). The consumer and the futures are user code: they
 //! are taken out of their slot before they are called and put back afterwards.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::{call_user, catch_user, drop_user};
+use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
 use crate::functions::errors::{FunctionError, ProcessError};
 use crate::functions::function::{AsyncOutput, Function, FunctionOutput};
-use crate::functions::thread_tracking::TrackingFactory;
-use crate::functions::unwind::{call_user, drop_user};
-use crate::threads::ComponentThreads;
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{
-    panic_message, NamedThreadFactory, PulsarExecutors, SingleThreadExecutor, ThreadFactory,
-};
+use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -39,7 +37,7 @@ pub const FUNCTION_INSTANCE_POOL_NAME: &str = "function-instance";
 pub const DEFAULT_MAX_PENDING: usize = 1000;
 
 /// How long `close` waits for the executor to finish its queued work, by default.
-pub const DEFAULT_FUNCTION_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_FUNCTION_CLOSE_TIMEOUT: Duration = CLOSE_TIMEOUT;
 
 /// A record with its function's result.
 ///
@@ -160,12 +158,11 @@ where
     next_seq: u64,
     closed: bool,
     close_timeout: Duration,
-    threads: ComponentThreads,
 }
 
 /// What the instance shares with its executor's tasks and the futures' wakers.
 struct Shared<R, O> {
-    executor: SingleThreadExecutor,
+    executor: ComponentExecutor,
     preserve_order: bool,
     max_pending: usize,
     /// Asynchronous results not yet emitted, by sequence number.
@@ -304,17 +301,13 @@ where
     /// Calls the function (holding a permit) and registers an asynchronous result.
     fn run(&mut self, record: R) -> Processed<R, O> {
         let function = &mut self.function;
-        let future = match call_user(|| function.process(&record)) {
+        let future = match catch_user("Function::process", || function.process(&record)) {
             Ok(FunctionOutput::Async(future)) => future,
             Ok(FunctionOutput::Ready(result)) => {
                 self.shared.release_permits(1);
                 return Processed::Completed(ExecutionResult { record, result });
             }
             Err(payload) => {
-                tracing::warn!(
-                    panic = panic_message(payload.as_ref()),
-                    "the function panicked; the record gets an error result"
-                );
                 self.shared.release_permits(1);
                 return Processed::Completed(ExecutionResult {
                     record,
@@ -392,7 +385,7 @@ where
     /// assert_eq!(threads.live_count(), 0);
     /// ```
     pub fn threads(&self) -> ComponentThreads {
-        self.threads.clone()
+        self.shared.executor.threads()
     }
 
     /// Whether [`close`](Self::close) has been called.
@@ -432,13 +425,8 @@ where
         }
         self.closed = true;
         let function = &mut self.function;
-        match call_user(|| function.close()) {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "closing the function failed"),
-            Err(payload) => tracing::error!(
-                panic = panic_message(payload.as_ref()),
-                "closing the function panicked"
-            ),
+        if let Some(Err(error)) = call_user("Function::close", || function.close()) {
+            tracing::warn!(%error, "closing the function failed");
         }
         let outstanding = self.outstanding();
         if outstanding > 0 {
@@ -456,14 +444,9 @@ where
             let consumer = self.shared.consumer.lock().take();
             drop_user(consumer, "the result consumer");
         }
-        self.shared.executor.shutdown();
-        if !self.shared.executor.await_termination(self.close_timeout) {
-            tracing::warn!(
-                executor = %self.shared.executor.name(),
-                timeout = ?self.close_timeout,
-                "the function instance's executor did not terminate in time (a result consumer is busy)"
-            );
-        }
+        self.shared
+            .executor
+            .close_after_queued(self.close_timeout, "a result consumer");
         tracing::debug!(outstanding, "function instance closed");
     }
 }
@@ -513,7 +496,9 @@ where
             seq,
         }));
         let mut cx = Context::from_waker(&waker);
-        let result = match call_user(|| future.as_mut().poll(&mut cx)) {
+        let result = match catch_user("an async function result's poll", || {
+            future.as_mut().poll(&mut cx)
+        }) {
             Ok(Poll::Pending) => {
                 if let Some(slot) = this.slots.lock().by_seq.get_mut(&seq) {
                     slot.future = Some(future);
@@ -521,13 +506,7 @@ where
                 return;
             }
             Ok(Poll::Ready(result)) => result,
-            Err(payload) => {
-                tracing::warn!(
-                    panic = panic_message(payload.as_ref()),
-                    "an async function result panicked while polled; the record gets an error result"
-                );
-                Err(FunctionError::Panicked(payload))
-            }
+            Err(payload) => Err(FunctionError::Panicked(payload)),
         };
         drop_user(future, "an async function result");
         let ready = {
@@ -563,12 +542,7 @@ where
         for result in results {
             match consumer.as_mut() {
                 Some(consumer) => {
-                    if let Err(payload) = call_user(|| consumer(result)) {
-                        tracing::error!(
-                            panic = panic_message(payload.as_ref()),
-                            "the result consumer panicked; the instance goes on"
-                        );
-                    }
+                    call_user("the result consumer", || consumer(result));
                 }
                 None => drop_user(result, "an async function result"),
             }
@@ -796,11 +770,7 @@ where
         let factory = self
             .factory
             .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(FUNCTION_INSTANCE_POOL_NAME)));
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            TrackingFactory::new(factory, threads.clone()),
-            false,
-        );
+        let executor = ComponentExecutor::with_factory(factory);
         FunctionInstance {
             function: self.function,
             shared: Arc::new(Shared {
@@ -818,7 +788,6 @@ where
             next_seq: 0,
             closed: false,
             close_timeout: self.close_timeout,
-            threads,
         }
     }
 }

@@ -48,9 +48,7 @@ mod periodic_triggerer;
 mod producer;
 mod producer_cache;
 mod producer_closer;
-mod thread_tracking;
 mod triggerer;
-mod unwind;
 
 pub use batch_push_source::{
     BatchPushAdapter, BatchPushSource, RecordPusher, DEFAULT_PUSH_QUEUE_CAPACITY,

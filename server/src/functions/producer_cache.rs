@@ -1,13 +1,13 @@
 //! `ProducerCache`: producers cached by topic and key, with a size bound and idle expiry; evicted ones are flushed and closed on the cache's executor (Pulsar's functions `ProducerCache`).
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::catch_user;
+use crate::component::ComponentExecutor;
 use crate::functions::errors::GetProducerError;
 use crate::functions::producer::Producer;
 use crate::functions::producer_closer::{Closer, Evicted, ProducerCloseReport, RemovalCause};
-use crate::functions::thread_tracking::TrackingFactory;
-use crate::functions::unwind::call_user;
-use crate::threads::ComponentThreads;
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{NamedThreadFactory, PulsarExecutors, ThreadFactory};
+use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::Hash;
@@ -107,7 +107,6 @@ where
     idle_expiry: Duration,
     close_timeout: Duration,
     ticker: Ticker,
-    threads: ComponentThreads,
 }
 
 struct CacheState<K, P> {
@@ -248,7 +247,7 @@ where
         };
         self.hand_over(std::mem::take(&mut evicted));
 
-        let created = call_user(create);
+        let created = catch_user("the producer's create closure", create);
         let now = (self.ticker)();
         let outcome = {
             let mut state = self.state.lock();
@@ -463,7 +462,7 @@ where
     /// assert_eq!(threads.live_count(), 0);
     /// ```
     pub fn threads(&self) -> ComponentThreads {
-        self.threads.clone()
+        self.closer.executor().threads()
     }
 
     /// Whether [`close`](Self::close) has been called.
@@ -551,14 +550,9 @@ where
         // them as soon as it wakes); so is anything handed over from now on.
         self.closer.wait_idle(deadline);
         self.closer.give_up();
-        let executor = self.closer.executor();
-        executor.shutdown();
-        if !executor.await_termination(self.close_timeout) {
-            tracing::warn!(
-                executor = %executor.name(),
-                "the producer cache's executor did not terminate in time (a producer's flush or close call blocks)"
-            );
-        }
+        self.closer
+            .executor()
+            .close_after_queued(self.close_timeout, "a producer's flush or close call");
         let report = self.closer.report();
         tracing::info!(?report, "producer cache closed");
         report
@@ -897,11 +891,7 @@ where
         let factory = self
             .factory
             .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(PRODUCER_CACHE_POOL_NAME)));
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            TrackingFactory::new(factory, threads.clone()),
-            false,
-        );
+        let executor = ComponentExecutor::with_factory(factory);
         ProducerCache {
             state: Mutex::new(CacheState {
                 entries: HashMap::new(),
@@ -916,7 +906,6 @@ where
             idle_expiry: self.idle_expiry,
             close_timeout: self.close_timeout,
             ticker: self.ticker.unwrap_or_else(|| Arc::new(Instant::now)),
-            threads,
         }
     }
 }

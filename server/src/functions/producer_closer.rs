@@ -16,10 +16,11 @@
 //! The driver exits when nothing is in progress; the next hand-over queues a new one. All user
 //! code (`flush`, `close`, polls, drops) runs on the driver with no lock held.
 
+use crate::component::user_code::{catch_user, drop_user, PanicPayload};
+use crate::component::ComponentExecutor;
 use crate::functions::producer::{Producer, ProducerFuture};
-use crate::functions::unwind::{call_user, drop_user};
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{panic_message, SingleThreadExecutor};
+use pulsar_common::executors::panic_message;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Wake, Waker};
@@ -96,7 +97,7 @@ enum Outcome {
 
 /// Flushes and closes evicted producers on the cache's executor.
 pub(crate) struct Closer<P> {
-    executor: SingleThreadExecutor,
+    executor: ComponentExecutor,
     /// The timeout of each `flush` and each `close`.
     op_timeout: Duration,
     state: Mutex<CloserState<P>>,
@@ -122,7 +123,7 @@ struct CloserState<P> {
 }
 
 impl<P: Producer> Closer<P> {
-    pub(crate) fn new(executor: SingleThreadExecutor, op_timeout: Duration) -> Self {
+    pub(crate) fn new(executor: ComponentExecutor, op_timeout: Duration) -> Self {
         Self {
             executor,
             op_timeout,
@@ -225,7 +226,7 @@ impl<P: Producer> Closer<P> {
         self.state.lock().report
     }
 
-    pub(crate) fn executor(&self) -> &SingleThreadExecutor {
+    pub(crate) fn executor(&self) -> &ComponentExecutor {
         &self.executor
     }
 
@@ -355,7 +356,7 @@ enum Step {
     Over,
     Failed(crate::functions::errors::ProducerError),
     TimedOut,
-    Panicked(crate::functions::unwind::PanicPayload),
+    Panicked(PanicPayload),
 }
 
 impl<P: Producer> Closing<P> {
@@ -370,7 +371,7 @@ impl<P: Producer> Closing<P> {
             timed_out: false,
         };
         let producer = &closing.producer;
-        match call_user(|| producer.flush()) {
+        match catch_user("Producer::flush", || producer.flush()) {
             Ok(future) => closing.stage = Stage::Flushing(Some(future)),
             Err(payload) => closing.note_panic("flush", &payload),
         }
@@ -393,13 +394,15 @@ impl<P: Producer> Closing<P> {
                 let polled = match future.as_mut() {
                     // The call itself panicked: the step is over.
                     None => Step::Over,
-                    Some(running) => match call_user(|| running.as_mut().poll(cx)) {
-                        Ok(Poll::Ready(Ok(()))) => Step::Over,
-                        Ok(Poll::Ready(Err(error))) => Step::Failed(error),
-                        Ok(Poll::Pending) if now >= self.deadline => Step::TimedOut,
-                        Ok(Poll::Pending) => return None,
-                        Err(payload) => Step::Panicked(payload),
-                    },
+                    Some(running) => {
+                        match catch_user("a producer future's poll", || running.as_mut().poll(cx)) {
+                            Ok(Poll::Ready(Ok(()))) => Step::Over,
+                            Ok(Poll::Ready(Err(error))) => Step::Failed(error),
+                            Ok(Poll::Pending) if now >= self.deadline => Step::TimedOut,
+                            Ok(Poll::Pending) => return None,
+                            Err(payload) => Step::Panicked(payload),
+                        }
+                    }
                 };
                 (step, polled)
             };
@@ -434,14 +437,14 @@ impl<P: Producer> Closing<P> {
             // Flushed (or failed, or timed out): close, with its own timeout.
             self.deadline = Instant::now() + timeout;
             let producer = &self.producer;
-            match call_user(|| producer.close()) {
+            match catch_user("Producer::close", || producer.close()) {
                 Ok(future) => self.stage = Stage::Closing(Some(future)),
                 Err(payload) => self.note_panic("close", &payload),
             }
         }
     }
 
-    fn note_panic(&mut self, step: &'static str, payload: &crate::functions::unwind::PanicPayload) {
+    fn note_panic(&mut self, step: &'static str, payload: &PanicPayload) {
         tracing::error!(
             topic = %self.topic,
             step,

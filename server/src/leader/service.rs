@@ -22,21 +22,17 @@
 //! called `became_inactive` before another can be elected. When the connection comes back
 //! within the session timeout, the node is still its own and it leads again.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::call_user;
+use crate::component::ComponentExecutor;
 use crate::leader::error::LeaderServiceError;
 use crate::metadata::{
     ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
     SessionEvent,
 };
-use crate::threads::ComponentThreads;
-use crate::user_code::call_user;
 use parking_lot::Mutex;
-use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
 use std::fmt;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
-
-/// How long `close` waits for a running election step or callback.
-const CLOSE_AWAIT: Duration = Duration::from_secs(10);
 
 /// Hears when this service gains and loses leadership.
 ///
@@ -98,8 +94,7 @@ struct LeaderInner {
     candidate: String,
     listener: Box<dyn LeadershipListener>,
     /// `leader-service`: every election step and every callback runs here.
-    executor: SingleThreadExecutor,
-    threads: ComponentThreads,
+    executor: ComponentExecutor,
     state: Mutex<LeaderState>,
 }
 
@@ -119,18 +114,12 @@ impl LeaderService {
     ) -> Result<Self, LeaderServiceError> {
         // Validates the path and that the store is open.
         store.exists(election_path)?;
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("leader-service"),
-            false,
-        );
         let inner = Arc::new(LeaderInner {
             store: store.clone(),
             path: election_path.to_owned(),
             candidate: candidate_id.to_owned(),
             listener: Box::new(listener),
-            executor,
-            threads,
+            executor: ComponentExecutor::new("leader-service"),
             state: Mutex::new(LeaderState {
                 leading: false,
                 closed: false,
@@ -221,7 +210,7 @@ impl LeaderService {
 
     /// The service's executor thread (`leader-service`).
     pub fn threads(&self) -> ComponentThreads {
-        self.inner.threads.clone()
+        self.inner.executor.threads()
     }
 }
 
@@ -341,10 +330,7 @@ impl LeaderInner {
         for id in registrations {
             self.store.unregister_listener(id);
         }
-        drop(self.executor.shutdown_now());
-        if !self.executor.await_termination(CLOSE_AWAIT) {
-            tracing::warn!(executor = %self.executor.name(), "a leadership callback is still running 10 s after close");
-        }
+        self.executor.close_now("a leadership callback");
         // Also when not leading: a round that raced with close may have created the node.
         self.release_leadership();
         if was_leading {
@@ -395,7 +381,7 @@ impl fmt::Debug for LeaderService {
             .field("candidate", &self.inner.candidate)
             .field("leading", &leading)
             .field("closed", &closed)
-            .field("executor", &self.inner.executor)
+            .field("executor", &*self.inner.executor)
             .finish()
     }
 }

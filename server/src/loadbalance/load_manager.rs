@@ -12,6 +12,9 @@
 //! after the last of them. A refresh replaces the cache whole; brokers whose node is gone drop
 //! out of it and out of placement, and the bundles placed on them are forgotten.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::call_user;
+use crate::component::ComponentExecutor;
 use crate::loadbalance::error::LoadManagerError;
 use crate::loadbalance::placement::PlacementView;
 use crate::loadbalance::report::{FailureDomain, LoadReport};
@@ -21,18 +24,11 @@ use crate::metadata::{
     ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
     SessionEvent,
 };
-use crate::threads::ComponentThreads;
-use crate::user_code::call_user;
 use parking_lot::Mutex;
-use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
-
-/// How long `stop` waits for a running refresh or cache listener.
-const STOP_AWAIT: Duration = Duration::from_secs(10);
 
 type CacheListener = Arc<dyn Fn(&[String]) + Send + Sync>;
 
@@ -90,8 +86,7 @@ struct ManagerInner {
     /// `/loadbalance/brokers/<broker_id>`.
     broker_path: String,
     /// `load-manager`: refreshes, re-registration and cache listeners run here.
-    executor: SingleThreadExecutor,
-    threads: ComponentThreads,
+    executor: ComponentExecutor,
     cache: Mutex<Cache>,
     /// Set while a refresh is queued and has not started reading.
     refresh_queued: AtomicBool,
@@ -127,17 +122,11 @@ impl LoadManager {
         report: LoadReport,
     ) -> Result<Self, LoadManagerError> {
         validate_name(broker_id)?;
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("load-manager"),
-            false,
-        );
         let inner = Arc::new(ManagerInner {
             store: store.clone(),
             broker_id: broker_id.to_owned(),
             broker_path: format!("{BROKERS_ROOT}/{broker_id}"),
-            executor,
-            threads,
+            executor: ComponentExecutor::new("load-manager"),
             cache: Mutex::new(Cache::default()),
             refresh_queued: AtomicBool::new(false),
             cache_listeners: Mutex::new(Arc::from(Vec::new())),
@@ -317,7 +306,7 @@ impl LoadManager {
 
     /// The load manager's executor thread (`load-manager`).
     pub fn threads(&self) -> ComponentThreads {
-        self.inner.threads.clone()
+        self.inner.executor.threads()
     }
 }
 
@@ -518,10 +507,7 @@ impl ManagerInner {
         for id in registrations {
             self.store.unregister_listener(id);
         }
-        drop(self.executor.shutdown_now());
-        if !self.executor.await_termination(STOP_AWAIT) {
-            tracing::warn!(executor = %self.executor.name(), "a load data refresh is still running 10 s after stop");
-        }
+        self.executor.close_now("a load data refresh");
         self.unregister_broker();
         let cache = std::mem::take(&mut *self.cache.lock());
         let listeners = std::mem::replace(&mut *self.cache_listeners.lock(), Arc::from(Vec::new()));
@@ -565,7 +551,7 @@ impl fmt::Debug for LoadManager {
             .field("broker_id", &self.inner.broker_id)
             .field("closed", &self.is_closed())
             .field("live_brokers", &brokers)
-            .field("executor", &self.inner.executor)
+            .field("executor", &*self.inner.executor)
             .finish()
     }
 }

@@ -8,18 +8,15 @@
 //! held. So listeners run in order, on the store's thread, never on a caller's thread and never
 //! under a store lock.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::call_user;
+use crate::component::ComponentExecutor;
 use crate::metadata::types::{ListenerId, Notification, SessionEvent};
-use crate::user_code::call_user;
 use parking_lot::Mutex;
-use pulsar_common::executors::SingleThreadExecutor;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
-
-/// How long `close` waits for the executor to finish the running listener.
-pub(crate) const CLOSE_AWAIT: Duration = Duration::from_secs(10);
 
 /// A change delivered to the store's listeners.
 #[derive(Debug, Clone)]
@@ -45,7 +42,7 @@ struct Listeners {
 pub(crate) struct Dispatcher {
     /// The store's `metadata-store` executor; only this struct holds it, so dropping the store
     /// without closing it drops the executor (which then warns).
-    executor: SingleThreadExecutor,
+    executor: ComponentExecutor,
     /// Events not yet delivered, oldest first. Lock order: a provider's own lock, then this.
     pending: Mutex<VecDeque<StoreEvent>>,
     /// Set while a drain task is queued and has not started popping; saves one task per event.
@@ -54,7 +51,7 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub(crate) fn new(executor: SingleThreadExecutor) -> Arc<Self> {
+    pub(crate) fn new(executor: ComponentExecutor) -> Arc<Self> {
         Arc::new(Self {
             executor,
             pending: Mutex::new(VecDeque::new()),
@@ -174,17 +171,15 @@ impl Dispatcher {
         !removed_notification.is_empty() || !removed_session.is_empty()
     }
 
+    /// The store's executor thread, once started.
+    pub(crate) fn threads(&self) -> ComponentThreads {
+        self.executor.threads()
+    }
+
     /// Stops delivering: `shutdown_now` (queued deliveries are dropped), then waits up to 10 s
     /// for the listener running now. Called from a listener it returns at once.
     pub(crate) fn shutdown(&self) {
-        let dropped = self.executor.shutdown_now();
-        drop(dropped);
-        if !self.executor.await_termination(CLOSE_AWAIT) {
-            tracing::warn!(
-                executor = %self.executor.name(),
-                "a metadata store listener is still running 10 s after close"
-            );
-        }
+        self.executor.close_now("a metadata store listener");
         self.pending.lock().clear();
         // The listeners are dropped outside the lock: their `Drop` is user code.
         let (notification, session) = {
@@ -206,7 +201,7 @@ impl fmt::Debug for Dispatcher {
             (listeners.notification.len(), listeners.session.len())
         };
         f.debug_struct("Dispatcher")
-            .field("executor", &self.executor)
+            .field("executor", &*self.executor)
             .field("pending", &pending)
             .field("notification_listeners", &notification_listeners)
             .field("session_listeners", &session_listeners)

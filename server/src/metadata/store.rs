@@ -1,6 +1,8 @@
 //! `MetadataStore` (Pulsar's `AbstractMetadataStore`): a versioned key-value tree whose
 //! listeners hear every change, in order, on the store's own `metadata-store` thread.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::ComponentExecutor;
 use crate::metadata::config::MetadataStoreConfig;
 use crate::metadata::dispatcher::Dispatcher;
 use crate::metadata::error::MetadataStoreError;
@@ -12,9 +14,7 @@ use crate::metadata::types::{
 };
 use crate::metadata::url::StoreUrl;
 use crate::metadata::zookeeper::ZooKeeperProvider;
-use crate::threads::ComponentThreads;
 use crate::zookeeper::ZooKeeperSession;
-use pulsar_common::executors::PulsarExecutors;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -90,7 +90,6 @@ struct StoreInner {
     provider: Box<dyn Provider>,
     dispatcher: Arc<Dispatcher>,
     closed: AtomicBool,
-    threads: ComponentThreads,
 }
 
 impl MetadataStore {
@@ -115,12 +114,7 @@ impl MetadataStore {
         config: MetadataStoreConfig,
     ) -> Result<Self, MetadataStoreError> {
         let parsed = StoreUrl::parse(url)?;
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("metadata-store"),
-            false,
-        );
-        let dispatcher = Dispatcher::new(executor);
+        let dispatcher = Dispatcher::new(ComponentExecutor::new("metadata-store"));
         let provider: Box<dyn Provider> = match parsed {
             StoreUrl::Memory { name } => {
                 Box::new(MemoryProvider::open(&name, Arc::clone(&dispatcher)))
@@ -142,7 +136,6 @@ impl MetadataStore {
                 provider,
                 dispatcher,
                 closed: AtomicBool::new(false),
-                threads,
             }),
         })
     }
@@ -341,7 +334,7 @@ impl MetadataStore {
     /// The store's executor thread (`metadata-store`), once started. A `zk:` store's session
     /// threads are in [`ZooKeeperSession::threads`].
     pub fn threads(&self) -> ComponentThreads {
-        self.inner.threads.clone()
+        self.inner.dispatcher.threads()
     }
 }
 

@@ -19,23 +19,19 @@
 //! reconciles on its thread: it runs the "enabled" callbacks if replication is enabled now, and
 //! forgets the ledger locks whose nodes are no longer its own.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::call_user;
+use crate::component::ComponentExecutor;
 use crate::metadata::path;
 use crate::metadata::{
     ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
     SessionEvent,
 };
 use crate::replication::error::ReplicationError;
-use crate::threads::ComponentThreads;
-use crate::user_code::call_user;
 use parking_lot::Mutex;
-use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long `close` waits for a running callback.
-const CLOSE_AWAIT: Duration = Duration::from_secs(10);
 
 /// The prefix of ledger nodes and lock nodes.
 const LEDGER_PREFIX: &str = "urL";
@@ -97,8 +93,7 @@ struct ManagerInner {
     disable_path: String,
     delay_path: String,
     /// `underreplication-notification`: every callback runs here.
-    executor: SingleThreadExecutor,
-    threads: ComponentThreads,
+    executor: ComponentExecutor,
     state: Mutex<ManagerState>,
 }
 
@@ -116,19 +111,13 @@ impl UnderreplicationManager {
         } else {
             format!("{ledgers_root}/underreplication")
         };
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("underreplication-notification"),
-            false,
-        );
         let inner = Arc::new(ManagerInner {
             store: store.clone(),
             ledgers_dir: format!("{base}/ledgers"),
             locks_dir: format!("{base}/locks"),
             disable_path: format!("{base}/disable"),
             delay_path: format!("{base}/lostBookieRecoveryDelay"),
-            executor,
-            threads,
+            executor: ComponentExecutor::new("underreplication-notification"),
             state: Mutex::new(ManagerState {
                 closed: false,
                 registrations: Vec::new(),
@@ -467,7 +456,7 @@ impl UnderreplicationManager {
 
     /// The manager's executor thread (`underreplication-notification`).
     pub fn threads(&self) -> ComponentThreads {
-        self.inner.threads.clone()
+        self.inner.executor.threads()
     }
 }
 
@@ -607,10 +596,7 @@ impl ManagerInner {
         }
         // First the executor: no callback runs after this returns (but the one running now,
         // when called from another thread, which is waited for).
-        drop(self.executor.shutdown_now());
-        if !self.executor.await_termination(CLOSE_AWAIT) {
-            tracing::warn!(executor = %self.executor.name(), "a replication callback is still running 10 s after close");
-        }
+        self.executor.close_now("a replication callback");
         // Then the locks.
         for ledger_id in locks {
             match self.release_lock(ledger_id) {

@@ -7,7 +7,7 @@
 //! [`IoRuntime::block_on`], which polls the operation on the caller's thread with a deadline
 //! (an `async-io` timer, so it works whatever state the runtime is in).
 
-use crate::threads::ComponentThreads;
+use crate::component::threads::ComponentThreads;
 use parking_lot::Mutex;
 use std::fmt;
 use std::future::Future;

