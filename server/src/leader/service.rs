@@ -27,8 +27,8 @@ use crate::component::user_code::call_user;
 use crate::component::ComponentExecutor;
 use crate::leader::error::LeaderServiceError;
 use crate::metadata::{
-    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
-    SessionEvent,
+    ExpectedVersion, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent, StoreListeners,
 };
 use parking_lot::Mutex;
 use std::fmt;
@@ -84,8 +84,6 @@ pub struct LeaderService {
 struct LeaderState {
     leading: bool,
     closed: bool,
-    /// The store listeners to remove on close.
-    registrations: Vec<ListenerId>,
 }
 
 struct LeaderInner {
@@ -93,6 +91,8 @@ struct LeaderInner {
     path: String,
     candidate: String,
     listener: Box<dyn LeadershipListener>,
+    /// Removed on close, or when the service is dropped without it.
+    store_listeners: StoreListeners,
     /// `leader-service`: every election step and every callback runs here.
     executor: ComponentExecutor,
     state: Mutex<LeaderState>,
@@ -119,25 +119,27 @@ impl LeaderService {
             path: election_path.to_owned(),
             candidate: candidate_id.to_owned(),
             listener: Box::new(listener),
+            store_listeners: StoreListeners::new(&store),
             executor: ComponentExecutor::new("leader-service"),
             state: Mutex::new(LeaderState {
                 leading: false,
                 closed: false,
-                registrations: Vec::new(),
             }),
         });
         let weak = Arc::downgrade(&inner);
-        let notifications = store.register_listener(move |notification: &Notification| {
-            if let Some(inner) = weak.upgrade() {
-                if notification.path == inner.path && notification.kind == NotificationType::Deleted
-                {
-                    inner.queue(LeaderInner::node_deleted);
+        inner
+            .store_listeners
+            .on_notification(move |notification: &Notification| {
+                if let Some(inner) = weak.upgrade() {
+                    if notification.path == inner.path
+                        && notification.kind == NotificationType::Deleted
+                    {
+                        inner.queue(LeaderInner::node_deleted);
+                    }
                 }
-            }
-        })?;
-        inner.state.lock().registrations.push(notifications);
+            })?;
         let weak = Arc::downgrade(&inner);
-        let sessions = store.register_session_listener(move |event| {
+        inner.store_listeners.on_session_event(move |event| {
             if let Some(inner) = weak.upgrade() {
                 match event {
                     SessionEvent::SessionLost => inner.queue(LeaderInner::session_lost),
@@ -148,7 +150,6 @@ impl LeaderService {
                 }
             }
         })?;
-        inner.state.lock().registrations.push(sessions);
         let service = Self { inner };
         let weak = Arc::downgrade(&service.inner);
         let first_round = service.inner.executor.submit(move || {
@@ -316,20 +317,15 @@ impl LeaderInner {
     }
 
     fn close(&self) {
-        let (registrations, was_leading) = {
+        let was_leading = {
             let mut state = self.state.lock();
             if state.closed {
                 return;
             }
             state.closed = true;
-            (
-                std::mem::take(&mut state.registrations),
-                std::mem::take(&mut state.leading),
-            )
+            std::mem::take(&mut state.leading)
         };
-        for id in registrations {
-            self.store.unregister_listener(id);
-        }
+        self.store_listeners.remove_all();
         self.executor.close_now("a leadership callback");
         // Also when not leading: a round that raced with close may have created the node.
         self.release_leadership();
@@ -356,16 +352,6 @@ impl LeaderInner {
             Err(error) => {
                 tracing::warn!(path = %self.path, %error, "could not release leadership; it goes with the session")
             }
-        }
-    }
-}
-
-impl Drop for LeaderInner {
-    fn drop(&mut self) {
-        // Dropped without close: the executor's own drop reports it. The store must not keep
-        // calling dead listeners.
-        for id in std::mem::take(&mut self.state.get_mut().registrations) {
-            self.store.unregister_listener(id);
         }
     }
 }

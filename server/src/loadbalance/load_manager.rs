@@ -21,8 +21,8 @@ use crate::loadbalance::report::{FailureDomain, LoadReport};
 use crate::loadbalance::{BROKERS_ROOT, FAILURE_DOMAINS_ROOT};
 use crate::metadata::path;
 use crate::metadata::{
-    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
-    SessionEvent,
+    ExpectedVersion, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent, StoreListeners,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -74,8 +74,6 @@ struct Cache {
 
 struct ManagerState {
     closed: bool,
-    /// The store listeners to remove on stop.
-    registrations: Vec<ListenerId>,
     /// The last report this broker published, re-published after a session loss.
     local_report: LoadReport,
 }
@@ -85,6 +83,8 @@ struct ManagerInner {
     broker_id: String,
     /// `/loadbalance/brokers/<broker_id>`.
     broker_path: String,
+    /// Removed on stop, or when the manager is dropped without it.
+    store_listeners: StoreListeners,
     /// `load-manager`: refreshes, re-registration and cache listeners run here.
     executor: ComponentExecutor,
     cache: Mutex<Cache>,
@@ -126,13 +126,13 @@ impl LoadManager {
             store: store.clone(),
             broker_id: broker_id.to_owned(),
             broker_path: format!("{BROKERS_ROOT}/{broker_id}"),
+            store_listeners: StoreListeners::new(&store),
             executor: ComponentExecutor::new("load-manager"),
             cache: Mutex::new(Cache::default()),
             refresh_queued: AtomicBool::new(false),
             cache_listeners: Mutex::new(Arc::from(Vec::new())),
             state: Mutex::new(ManagerState {
                 closed: false,
-                registrations: Vec::new(),
                 local_report: report,
             }),
         });
@@ -314,9 +314,8 @@ impl ManagerInner {
     /// Registers the store listeners that queue refreshes and re-registration.
     fn listen(self: &Arc<Self>) -> Result<(), LoadManagerError> {
         let weak = Arc::downgrade(self);
-        let notifications = self
-            .store
-            .register_listener(move |notification: &Notification| {
+        self.store_listeners
+            .on_notification(move |notification: &Notification| {
                 // A `Resync` (sent for `/`) means changes under the roots may have been missed.
                 let relevant = notification.kind == NotificationType::Resync
                     || [BROKERS_ROOT, FAILURE_DOMAINS_ROOT]
@@ -329,7 +328,7 @@ impl ManagerInner {
                 }
             })?;
         let weak = Arc::downgrade(self);
-        let sessions = self.store.register_session_listener(move |event| {
+        self.store_listeners.on_session_event(move |event| {
             if let Some(inner) = weak.upgrade() {
                 match event {
                     SessionEvent::SessionReestablished => inner.queue(|inner| {
@@ -345,10 +344,6 @@ impl ManagerInner {
                 }
             }
         })?;
-        self.state
-            .lock()
-            .registrations
-            .extend([notifications, sessions]);
         Ok(())
     }
 
@@ -496,17 +491,14 @@ impl ManagerInner {
     }
 
     fn stop(&self) {
-        let registrations = {
+        {
             let mut state = self.state.lock();
             if state.closed {
                 return;
             }
             state.closed = true;
-            std::mem::take(&mut state.registrations)
-        };
-        for id in registrations {
-            self.store.unregister_listener(id);
         }
+        self.store_listeners.remove_all();
         self.executor.close_now("a load data refresh");
         self.unregister_broker();
         let cache = std::mem::take(&mut *self.cache.lock());
@@ -530,16 +522,6 @@ impl ManagerInner {
             Err(error) => {
                 tracing::warn!(broker = %self.broker_id, %error, "could not delete the broker's report; it goes with the session")
             }
-        }
-    }
-}
-
-impl Drop for ManagerInner {
-    fn drop(&mut self) {
-        // Dropped without stop: the executor's own drop reports it. The store must not keep
-        // calling dead listeners.
-        for id in std::mem::take(&mut self.state.get_mut().registrations) {
-            self.store.unregister_listener(id);
         }
     }
 }

@@ -15,6 +15,7 @@
 mod config;
 pub(crate) mod dispatcher;
 mod error;
+mod listeners;
 mod memory;
 pub(crate) mod path;
 mod provider;
@@ -25,6 +26,7 @@ mod zookeeper;
 
 pub use config::MetadataStoreConfig;
 pub use error::MetadataStoreError;
+pub(crate) use listeners::StoreListeners;
 pub use store::MetadataStore;
 pub use types::{
     CreateMode, ExpectedVersion, GetResult, ListenerId, Notification, NotificationType,

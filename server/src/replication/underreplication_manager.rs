@@ -24,8 +24,8 @@ use crate::component::user_code::call_user;
 use crate::component::ComponentExecutor;
 use crate::metadata::path;
 use crate::metadata::{
-    ExpectedVersion, ListenerId, MetadataStore, MetadataStoreError, Notification, NotificationType,
-    SessionEvent,
+    ExpectedVersion, MetadataStore, MetadataStoreError, Notification, NotificationType,
+    SessionEvent, StoreListeners,
 };
 use crate::replication::error::ReplicationError;
 use parking_lot::Mutex;
@@ -76,8 +76,6 @@ pub struct UnderreplicationManager {
 
 struct ManagerState {
     closed: bool,
-    /// The store listeners to remove on close.
-    registrations: Vec<ListenerId>,
     /// Waiting for replication to be enabled.
     enabled_callbacks: Vec<Callback>,
     /// Waiting for the next change of the lost-bookie recovery delay.
@@ -92,6 +90,8 @@ struct ManagerInner {
     locks_dir: String,
     disable_path: String,
     delay_path: String,
+    /// Removed on close, or when the manager is dropped without it.
+    store_listeners: StoreListeners,
     /// `underreplication-notification`: every callback runs here.
     executor: ComponentExecutor,
     state: Mutex<ManagerState>,
@@ -117,10 +117,10 @@ impl UnderreplicationManager {
             locks_dir: format!("{base}/locks"),
             disable_path: format!("{base}/disable"),
             delay_path: format!("{base}/lostBookieRecoveryDelay"),
+            store_listeners: StoreListeners::new(&store),
             executor: ComponentExecutor::new("underreplication-notification"),
             state: Mutex::new(ManagerState {
                 closed: false,
-                registrations: Vec::new(),
                 enabled_callbacks: Vec::new(),
                 delay_callbacks: Vec::new(),
                 held_locks: BTreeSet::new(),
@@ -472,9 +472,8 @@ impl ManagerInner {
     /// Registers the store listeners that hand callbacks to the executor.
     fn listen(self: &Arc<Self>) -> Result<(), ReplicationError> {
         let weak = Arc::downgrade(self);
-        let notifications = self
-            .store
-            .register_listener(move |notification: &Notification| {
+        self.store_listeners
+            .on_notification(move |notification: &Notification| {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
@@ -489,7 +488,7 @@ impl ManagerInner {
                 }
             })?;
         let weak = Arc::downgrade(self);
-        let sessions = self.store.register_session_listener(move |event| {
+        self.store_listeners.on_session_event(move |event| {
             if !matches!(
                 event,
                 SessionEvent::SessionReestablished | SessionEvent::Reconnected
@@ -507,10 +506,6 @@ impl ManagerInner {
                 });
             }
         })?;
-        self.state
-            .lock()
-            .registrations
-            .extend([notifications, sessions]);
         Ok(())
     }
 
@@ -575,7 +570,7 @@ impl ManagerInner {
     }
 
     fn close(&self) {
-        let (registrations, pending, locks) = {
+        let (pending, locks) = {
             let mut state = self.state.lock();
             if state.closed {
                 return;
@@ -585,15 +580,9 @@ impl ManagerInner {
                 std::mem::take(&mut state.enabled_callbacks),
                 std::mem::take(&mut state.delay_callbacks),
             );
-            (
-                std::mem::take(&mut state.registrations),
-                pending,
-                std::mem::take(&mut state.held_locks),
-            )
+            (pending, std::mem::take(&mut state.held_locks))
         };
-        for id in registrations {
-            self.store.unregister_listener(id);
-        }
+        self.store_listeners.remove_all();
         // First the executor: no callback runs after this returns (but the one running now,
         // when called from another thread, which is waited for).
         self.executor.close_now("a replication callback");
@@ -609,16 +598,6 @@ impl ManagerInner {
         // Pending callbacks are dropped unrun, outside the lock (their `Drop` is user code).
         drop(pending);
         tracing::info!(ledgers = %self.ledgers_dir, "under-replication manager closed");
-    }
-}
-
-impl Drop for ManagerInner {
-    fn drop(&mut self) {
-        // Dropped without close: the executor's own drop reports it. The store must not keep
-        // calling dead listeners.
-        for id in std::mem::take(&mut self.state.get_mut().registrations) {
-            self.store.unregister_listener(id);
-        }
     }
 }
 
