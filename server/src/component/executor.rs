@@ -38,8 +38,13 @@ impl ComponentExecutor {
         Self::with_threads(Arc::new(NamedThreadFactory::new(pool_name)), threads)
     }
 
-    /// An executor whose thread comes from `factory` (a builder's user-given factory).
-    pub(crate) fn with_factory(factory: Arc<dyn ThreadFactory>) -> Self {
+    /// An executor whose thread comes from `factory` (a builder's user-given one), or, when
+    /// there is none, is named `{pool_name}-{pool_id}-1`.
+    pub(crate) fn with_factory_or_named(
+        factory: Option<Arc<dyn ThreadFactory>>,
+        pool_name: &str,
+    ) -> Self {
+        let factory = factory.unwrap_or_else(|| Arc::new(NamedThreadFactory::new(pool_name)));
         Self::with_threads(factory, ComponentThreads::new())
     }
 

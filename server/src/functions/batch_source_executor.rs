@@ -7,7 +7,7 @@ use crate::functions::batch_source::{BatchSource, TaskEmitter};
 use crate::functions::errors::{EmitError, ReadError, SourceError};
 use crate::functions::triggerer::{DiscoveryTrigger, DiscoveryTriggerer, TriggerOutcome};
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+use pulsar_common::executors::ThreadFactory;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic;
@@ -600,7 +600,8 @@ pub struct BatchSourceExecutorBuilder<S: BatchSource> {
 }
 
 impl<S: BatchSource> BatchSourceExecutorBuilder<S> {
-    /// Where the discovery thread comes from (default: a [`NamedThreadFactory`] for
+    /// Where the discovery thread comes from (default: a
+    /// [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) for
     /// [`BATCH_SOURCE_DISCOVERY_POOL_NAME`]).
     ///
     /// # Examples
@@ -677,10 +678,10 @@ impl<S: BatchSource> BatchSourceExecutorBuilder<S> {
     /// assert!(!executor.is_discovering());
     /// ```
     pub fn build(self) -> BatchSourceExecutor<S> {
-        let factory = self
-            .factory
-            .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(BATCH_SOURCE_DISCOVERY_POOL_NAME)));
-        let executor = ComponentExecutor::with_factory(factory);
+        let executor = ComponentExecutor::with_factory_or_named(
+            self.factory,
+            BATCH_SOURCE_DISCOVERY_POOL_NAME,
+        );
         let shared = Arc::new(Shared {
             source: self.source,
             executor,

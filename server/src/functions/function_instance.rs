@@ -15,6 +15,9 @@
 //! they never race with each other; the locks only guard against `process` (which inserts
 //! slots) and wakers (which only queue tasks). The consumer and the futures are user code: they
 //! are taken out of their slot before they are called and put back afterwards.
+//!
+//! The slots and `SlotWaker` drive the futures by hand, as `producer_closer.rs` does; both are to
+//! become `SingleThreadExecutor::spawn(future)` once the executor-core issue adds it.
 
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::{call_user, catch_user, drop_user};
@@ -22,7 +25,7 @@ use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
 use crate::functions::errors::{FunctionError, ProcessError};
 use crate::functions::function::{AsyncOutput, Function, FunctionOutput};
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+use pulsar_common::executors::ThreadFactory;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -722,7 +725,8 @@ where
         self
     }
 
-    /// Where the executor thread comes from (default: a [`NamedThreadFactory`] for
+    /// Where the executor thread comes from (default: a
+    /// [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) for
     /// [`FUNCTION_INSTANCE_POOL_NAME`]).
     ///
     /// # Examples
@@ -767,10 +771,8 @@ where
     /// assert!(!instance.is_closed());
     /// ```
     pub fn build(self) -> FunctionInstance<R, O> {
-        let factory = self
-            .factory
-            .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(FUNCTION_INSTANCE_POOL_NAME)));
-        let executor = ComponentExecutor::with_factory(factory);
+        let executor =
+            ComponentExecutor::with_factory_or_named(self.factory, FUNCTION_INSTANCE_POOL_NAME);
         FunctionInstance {
             function: self.function,
             shared: Arc::new(Shared {

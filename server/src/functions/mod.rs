@@ -1,4 +1,5 @@
-//! The functions-runtime components: each owns one named single-thread executor and closes it in its own lifecycle.
+//! [`FunctionInstance`], [`ProducerCache`], [`BatchSourceExecutor`]: the functions-runtime
+//! components, each on its own single-thread executor from the component kit.
 //!
 //! Three of the eight server components that Pulsar moved onto
 //! [`PulsarExecutors`](pulsar_common::executors::PulsarExecutors) with auto shutdown off come from
@@ -13,9 +14,8 @@
 //!
 //! What each component shares:
 //!
-//! - **One executor, owned**: made with
-//!   `PulsarExecutors::new_single_thread_executor_with_auto_shutdown(factory, false)`; the thread
-//!   starts lazily, on the first task. Every builder takes a
+//! - **One executor, owned**: the component kit's `ComponentExecutor` (auto shutdown off); the
+//!   thread starts lazily, on the first task. Every builder takes a
 //!   [`ThreadFactory`](pulsar_common::executors::ThreadFactory) (default: a
 //!   [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) with the pool name
 //!   above).

@@ -7,7 +7,7 @@ use crate::functions::errors::GetProducerError;
 use crate::functions::producer::Producer;
 use crate::functions::producer_closer::{Closer, Evicted, ProducerCloseReport, RemovalCause};
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+use pulsar_common::executors::ThreadFactory;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::Hash;
@@ -820,7 +820,8 @@ where
         self
     }
 
-    /// Where the executor thread comes from (default: a [`NamedThreadFactory`] for
+    /// Where the executor thread comes from (default: a
+    /// [`NamedThreadFactory`](pulsar_common::executors::NamedThreadFactory) for
     /// [`PRODUCER_CACHE_POOL_NAME`]).
     ///
     /// # Examples
@@ -888,10 +889,8 @@ where
     /// assert!(!cache.is_closed());
     /// ```
     pub fn build(self) -> ProducerCache<K, P> {
-        let factory = self
-            .factory
-            .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(PRODUCER_CACHE_POOL_NAME)));
-        let executor = ComponentExecutor::with_factory(factory);
+        let executor =
+            ComponentExecutor::with_factory_or_named(self.factory, PRODUCER_CACHE_POOL_NAME);
         ProducerCache {
             state: Mutex::new(CacheState {
                 entries: HashMap::new(),

@@ -15,6 +15,11 @@
 //!
 //! The driver exits when nothing is in progress; the next hand-over queues a new one. All user
 //! code (`flush`, `close`, polls, drops) runs on the driver with no lock held.
+//!
+//! The driver polls its futures by hand (its own waker and `wake` condvar), as does
+//! `function_instance.rs`. Both are to become `SingleThreadExecutor::spawn(future)` once the
+//! executor-core issue adds it; until then they stay, and this file only takes its executor,
+//! panic boundary and thread record from the component kit (`crate::component`).
 
 use crate::component::user_code::{catch_user, drop_user, PanicPayload};
 use crate::component::ComponentExecutor;

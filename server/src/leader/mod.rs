@@ -1,4 +1,5 @@
-//! Leader election on the metadata store, with callbacks on the service's own thread.
+//! [`LeaderService`]: leader election on the metadata store, with callbacks on the service's
+//! own thread.
 //!
 //! - [`LeaderService`]: the functions worker's `LeaderService`: an ephemeral node created with
 //!   compare-and-set names the leader; `became_active` / `became_inactive` run in order on the

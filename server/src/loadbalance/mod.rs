@@ -1,4 +1,4 @@
-//! The load manager: brokers' load reports on the metadata store, a cache of them refreshed on
+//! [`LoadManager`]: brokers' load reports on the metadata store, a cache of them refreshed on
 //! every change, and bundle placement.
 //!
 //! - [`LoadManager`]: Pulsar's `ModularLoadManagerImpl`: registers this broker's ephemeral load

@@ -10,7 +10,6 @@ use crate::metadata::store::MetadataStore;
 use crate::metadata::types::{ListenerId, Notification, SessionEvent};
 use crate::metadata::MetadataStoreError;
 use parking_lot::Mutex;
-use std::fmt;
 
 /// The store listeners of one component; [`remove_all`](Self::remove_all) or dropping it
 /// removes every one registered through it.
@@ -63,13 +62,5 @@ impl StoreListeners {
 impl Drop for StoreListeners {
     fn drop(&mut self) {
         self.remove_all();
-    }
-}
-
-impl fmt::Debug for StoreListeners {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoreListeners")
-            .field("ids", &*self.ids.lock())
-            .finish_non_exhaustive()
     }
 }

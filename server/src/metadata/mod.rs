@@ -1,4 +1,4 @@
-//! The metadata store: a versioned key-value tree with sessions, ephemeral nodes and ordered
+//! [`MetadataStore`]: a versioned key-value tree with sessions, ephemeral nodes and ordered
 //! change notifications, on an embedded tree or on ZooKeeper.
 //!
 //! - [`MetadataStore`]: Pulsar's `AbstractMetadataStore`; the provider is chosen by URL

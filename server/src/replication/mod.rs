@@ -1,4 +1,4 @@
-//! Ledger re-replication bookkeeping on the metadata store.
+//! [`UnderreplicationManager`]: ledger re-replication bookkeeping on the metadata store.
 //!
 //! - [`UnderreplicationManager`]: Pulsar's `PulsarLedgerUnderreplicationManager` (BookKeeper's
 //!   `LedgerUnderreplicationManager` on the metadata store): marks ledgers under-replicated,

@@ -1,4 +1,4 @@
-//! ZooKeeper: the session that survives expiry, and the runtime behind it.
+//! [`ZooKeeperSession`]: the ZooKeeper session that survives expiry, and the runtime behind it.
 //!
 //! - [`ZooKeeperSession`]: Pulsar's `PulsarZooKeeperClient`: owns one session at a time,
 //!   re-creates it after expiry and re-registers its watches on `zk-connect-executor`.
