@@ -1,5 +1,6 @@
 //! `PeriodicTriggerer`: fires discovery at a fixed rate on a `ScheduledExecutor`.
 
+use crate::component::CLOSE_TIMEOUT;
 use crate::functions::triggerer::{DiscoveryTrigger, DiscoveryTriggerer};
 use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor, ScheduledHandle};
 use std::fmt;
@@ -7,9 +8,6 @@ use std::time::Duration;
 
 /// The pool name of the scheduler a [`PeriodicTriggerer::with_own_scheduler`] starts.
 const OWN_SCHEDULER_POOL_NAME: &str = "batch-source-triggerer";
-
-/// How long `stop` waits for an owned scheduler's thread to exit.
-const OWN_SCHEDULER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Fires discovery every `period` (first after `initial_delay`, zero by default), from a
 /// [`ScheduledExecutor`] timer. The timer only fires the trigger; discovery itself runs on the
@@ -150,7 +148,7 @@ impl DiscoveryTriggerer for PeriodicTriggerer {
         }
         if self.owns_scheduler {
             self.scheduler.shutdown();
-            if !self.scheduler.await_termination(OWN_SCHEDULER_STOP_TIMEOUT) {
+            if !self.scheduler.await_termination(CLOSE_TIMEOUT) {
                 tracing::warn!(
                     scheduler = %self.scheduler.name(),
                     "the discovery triggerer's scheduler did not terminate in time"

@@ -369,15 +369,8 @@ impl UnderreplicationManager {
         &self,
         callback: impl FnOnce() + Send + 'static,
     ) -> Result<(), ReplicationError> {
-        {
-            let mut state = self.inner.state.lock();
-            if state.closed {
-                drop(state);
-                drop(callback);
-                return Err(ReplicationError::Closed);
-            }
-            state.enabled_callbacks.push(Box::new(callback));
-        }
+        self.inner
+            .add_pending(Box::new(callback), |state| &mut state.enabled_callbacks)?;
         // Checked after registering: an enable racing this call is seen by one side or both,
         // and whichever takes the callbacks first runs them.
         if !self.inner.store.exists(&self.inner.disable_path)? {
@@ -431,14 +424,8 @@ impl UnderreplicationManager {
         &self,
         callback: impl FnOnce() + Send + 'static,
     ) -> Result<(), ReplicationError> {
-        let mut state = self.inner.state.lock();
-        if state.closed {
-            drop(state);
-            drop(callback);
-            return Err(ReplicationError::Closed);
-        }
-        state.delay_callbacks.push(Box::new(callback));
-        Ok(())
+        self.inner
+            .add_pending(Box::new(callback), |state| &mut state.delay_callbacks)
     }
 
     /// Closes the manager: its store listeners are removed; the executor is shut down with
@@ -534,6 +521,23 @@ impl ManagerInner {
                 self.state.lock().held_locks.remove(&ledger_id);
             }
         }
+    }
+
+    /// Adds `callback` to the pending list that `list` picks, unless the manager is closed:
+    /// then it is dropped unrun, outside the lock (its `Drop` is user code).
+    fn add_pending(
+        &self,
+        callback: Callback,
+        list: fn(&mut ManagerState) -> &mut Vec<Callback>,
+    ) -> Result<(), ReplicationError> {
+        let mut state = self.state.lock();
+        if state.closed {
+            drop(state);
+            drop(callback);
+            return Err(ReplicationError::Closed);
+        }
+        list(&mut state).push(callback);
+        Ok(())
     }
 
     /// Takes every pending "replication enabled" callback and queues each on the executor.

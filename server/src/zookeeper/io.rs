@@ -8,6 +8,7 @@
 //! (an `async-io` timer, so it works whatever state the runtime is in).
 
 use crate::component::threads::ComponentThreads;
+use crate::component::CLOSE_TIMEOUT;
 use parking_lot::Mutex;
 use std::fmt;
 use std::future::Future;
@@ -19,9 +20,6 @@ use tokio::runtime::{Handle, Runtime};
 
 /// Process-wide runtime counter, for thread names `zk-io-{pool_id}-{n}`.
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
-
-/// How long `shutdown` waits for the runtime's thread to finish.
-const SHUTDOWN_AWAIT: Duration = Duration::from_secs(10);
 
 /// The operation did not finish within its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +95,7 @@ impl IoRuntime {
             // On a runtime thread a blocking wait would panic.
             runtime.shutdown_background();
         } else {
-            runtime.shutdown_timeout(SHUTDOWN_AWAIT);
+            runtime.shutdown_timeout(CLOSE_TIMEOUT);
         }
     }
 }
