@@ -12,11 +12,11 @@
 //! | `leader/` | [`leader::LeaderService`] | `LeaderService` (functions worker) | `leader-service-{pool}-1` |
 //! | `loadbalance/` | [`loadbalance::LoadManager`] | `ModularLoadManagerImpl` | `load-manager-{pool}-1` |
 //! | `replication/` | [`replication::UnderreplicationManager`] | `PulsarLedgerUnderreplicationManager` | `underreplication-notification-{pool}-1` |
-//! | `functions/` | [`functions::FunctionInstance`] | `JavaInstance` | `function-instance-{pool}-1` |
-//! | `functions/` | [`functions::ProducerCache`] | `ProducerCache` | `producer-cache-{pool}-1` |
-//! | `functions/` | [`functions::BatchSourceExecutor`] | `BatchSourceExecutor` | `batch-source-discovery-{pool}-1` |
+//! | `functions/function_instance/` | [`functions::FunctionInstance`] | `JavaInstance` | `function-instance-{pool}-1` |
+//! | `functions/producer_cache/` | [`functions::ProducerCache`] | `ProducerCache` | `producer-cache-{pool}-1` |
+//! | `functions/batch_source/` | [`functions::BatchSourceExecutor`] | `BatchSourceExecutor` | `batch-source-discovery-{pool}-1` |
 //!
-//! The three of the functions runtime share one folder (and its producer, source and error
+//! The three of the functions runtime sit together under `functions/` (with their error
 //! types). `component/` is the kit every component uses instead of its own copy: its executor
 //! (`ComponentExecutor`: made from a pool name with auto shutdown off, one close timeout and one
 //! warning), the record of its threads ([`threads::ComponentThreads`]), and the one boundary

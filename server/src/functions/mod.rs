@@ -27,7 +27,8 @@
 //! - **User code** (functions, result consumers, producers, sources, triggerers) is never called
 //!   under an internal lock; its panics are caught at one boundary and become error values.
 //!
-//! Supporting items, by component:
+//! One folder per component (`function_instance/`, `producer_cache/`, `batch_source/`); their
+//! error types, one per operation, are in `errors.rs`. Supporting items, by component:
 //!
 //! - [`FunctionInstance`]: [`Function`], [`FunctionOutput`], [`ResultCompleter`],
 //!   [`ExecutionResult`], [`Processed`], [`FunctionError`], [`ProcessError`].
@@ -38,42 +39,28 @@
 //!   [`OnDemandTriggerer`], [`TriggerHandle`], [`PeriodicTriggerer`], [`TriggerOutcome`],
 //!   [`SourceError`], [`ReadError`], [`EmitError`], [`PushError`].
 
-mod batch_push_source;
 mod batch_source;
-mod batch_source_executor;
 mod errors;
-mod function;
 mod function_instance;
-mod periodic_triggerer;
-mod producer;
 mod producer_cache;
-mod producer_closer;
-mod triggerer;
 
-pub use batch_push_source::{
-    BatchPushAdapter, BatchPushSource, RecordPusher, DEFAULT_PUSH_QUEUE_CAPACITY,
-};
-pub use batch_source::{BatchSource, TaskEmitter};
-pub use batch_source_executor::{
-    BatchSourceExecutor, BatchSourceExecutorBuilder, BATCH_SOURCE_DISCOVERY_POOL_NAME,
-    DEFAULT_DISCOVERY_CLOSE_TIMEOUT,
+pub use batch_source::{
+    BatchPushAdapter, BatchPushSource, BatchSource, BatchSourceExecutor,
+    BatchSourceExecutorBuilder, DiscoveryTrigger, DiscoveryTriggerer, OnDemandTriggerer,
+    PeriodicTriggerer, RecordPusher, TaskEmitter, TriggerHandle, TriggerOutcome,
+    BATCH_SOURCE_DISCOVERY_POOL_NAME, DEFAULT_DISCOVERY_CLOSE_TIMEOUT, DEFAULT_PUSH_QUEUE_CAPACITY,
 };
 pub use errors::{
     EmitError, FunctionError, GetProducerError, ProcessError, ProducerError, PushError, ReadError,
     SourceError,
 };
-pub use function::{AsyncOutput, Function, FunctionOutput, ResultCompleter};
 pub use function_instance::{
-    ExecutionResult, FunctionInstance, FunctionInstanceBuilder, Processed,
-    DEFAULT_FUNCTION_CLOSE_TIMEOUT, DEFAULT_MAX_PENDING, FUNCTION_INSTANCE_POOL_NAME,
+    AsyncOutput, ExecutionResult, Function, FunctionInstance, FunctionInstanceBuilder,
+    FunctionOutput, Processed, ResultCompleter, DEFAULT_FUNCTION_CLOSE_TIMEOUT,
+    DEFAULT_MAX_PENDING, FUNCTION_INSTANCE_POOL_NAME,
 };
-pub use periodic_triggerer::PeriodicTriggerer;
-pub use producer::{Producer, ProducerFuture};
 pub use producer_cache::{
-    ProducerCache, ProducerCacheBuilder, DEFAULT_CACHE_CLOSE_TIMEOUT, DEFAULT_IDLE_EXPIRY,
-    DEFAULT_MAX_PRODUCERS, DEFAULT_OPERATION_TIMEOUT, PRODUCER_CACHE_POOL_NAME,
-};
-pub use producer_closer::ProducerCloseReport;
-pub use triggerer::{
-    DiscoveryTrigger, DiscoveryTriggerer, OnDemandTriggerer, TriggerHandle, TriggerOutcome,
+    Producer, ProducerCache, ProducerCacheBuilder, ProducerCloseReport, ProducerFuture,
+    DEFAULT_CACHE_CLOSE_TIMEOUT, DEFAULT_IDLE_EXPIRY, DEFAULT_MAX_PRODUCERS,
+    DEFAULT_OPERATION_TIMEOUT, PRODUCER_CACHE_POOL_NAME,
 };

@@ -1,6 +1,6 @@
 //! `BatchSource`: what a batch source implements (discover tasks, prepare one, read its records), and `TaskEmitter`, where discovery puts tasks.
 
-use crate::functions::errors::{EmitError, SourceError};
+use crate::functions::{EmitError, SourceError};
 use std::fmt;
 
 /// A batch source (Pulsar's `BatchSource<T>`): discovery finds *tasks* (a file, a table

@@ -1,11 +1,11 @@
 //! `ProducerCache`: producers cached by topic and key, with a size bound and idle expiry; evicted ones are flushed and closed on the cache's executor (Pulsar's functions `ProducerCache`).
 
+use super::closer::{Closer, Evicted, ProducerCloseReport, RemovalCause};
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::catch_user;
 use crate::component::ComponentExecutor;
-use crate::functions::errors::GetProducerError;
-use crate::functions::producer::Producer;
-use crate::functions::producer_closer::{Closer, Evicted, ProducerCloseReport, RemovalCause};
+use crate::functions::GetProducerError;
+use crate::functions::Producer;
 use parking_lot::{Condvar, Mutex};
 use pulsar_common::executors::ThreadFactory;
 use std::collections::{BTreeMap, HashMap};

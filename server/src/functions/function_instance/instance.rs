@@ -22,8 +22,8 @@
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::{call_user, catch_user, drop_user};
 use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
-use crate::functions::errors::{FunctionError, ProcessError};
-use crate::functions::function::{AsyncOutput, Function, FunctionOutput};
+use crate::functions::{AsyncOutput, Function, FunctionOutput};
+use crate::functions::{FunctionError, ProcessError};
 use parking_lot::{Condvar, Mutex};
 use pulsar_common::executors::ThreadFactory;
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! `Producer`: what a messaging stack implements so that a `ProducerCache` can hold, flush and close its producers.
 
-use crate::functions::errors::ProducerError;
+use crate::functions::ProducerError;
 use std::future::Future;
 use std::pin::Pin;
 

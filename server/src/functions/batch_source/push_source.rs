@@ -1,7 +1,7 @@
 //! `BatchPushSource`: a batch source that pushes each task's records from its own threads, and `BatchPushAdapter`, which turns it into a `BatchSource` (Pulsar's `BatchPushSource`).
 
-use crate::functions::batch_source::{BatchSource, TaskEmitter};
-use crate::functions::errors::{PushError, SourceError};
+use crate::functions::{BatchSource, TaskEmitter};
+use crate::functions::{PushError, SourceError};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::fmt;

@@ -1,6 +1,6 @@
 //! `Function`: the user function a `FunctionInstance` runs, and `FunctionOutput`, what it returns (a value now, or a future).
 
-use crate::functions::errors::FunctionError;
+use crate::functions::FunctionError;
 use parking_lot::Mutex;
 use pulsar_common::executors::TaskHandle;
 use std::fmt;

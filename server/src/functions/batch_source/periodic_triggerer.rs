@@ -1,7 +1,7 @@
 //! `PeriodicTriggerer`: fires discovery at a fixed rate on a `ScheduledExecutor`.
 
 use crate::component::CLOSE_TIMEOUT;
-use crate::functions::triggerer::{DiscoveryTrigger, DiscoveryTriggerer};
+use crate::functions::{DiscoveryTrigger, DiscoveryTriggerer};
 use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor, ScheduledHandle};
 use std::fmt;
 use std::time::Duration;

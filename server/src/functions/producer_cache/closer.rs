@@ -23,7 +23,7 @@
 
 use crate::component::user_code::{catch_user, drop_user, PanicPayload};
 use crate::component::ComponentExecutor;
-use crate::functions::producer::{Producer, ProducerFuture};
+use crate::functions::{Producer, ProducerFuture};
 use parking_lot::{Condvar, Mutex};
 use pulsar_common::executors::panic_message;
 use std::fmt;
@@ -359,7 +359,7 @@ enum Stage {
 enum Step {
     /// Completed, or its call panicked earlier (already noted).
     Over,
-    Failed(crate::functions::errors::ProducerError),
+    Failed(crate::functions::ProducerError),
     TimedOut,
     Panicked(PanicPayload),
 }

@@ -3,9 +3,9 @@
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::{call_user, catch_user, drop_user};
 use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
-use crate::functions::batch_source::{BatchSource, TaskEmitter};
-use crate::functions::errors::{EmitError, ReadError, SourceError};
-use crate::functions::triggerer::{DiscoveryTrigger, DiscoveryTriggerer, TriggerOutcome};
+use crate::functions::{BatchSource, TaskEmitter};
+use crate::functions::{DiscoveryTrigger, DiscoveryTriggerer, TriggerOutcome};
+use crate::functions::{EmitError, ReadError, SourceError};
 use parking_lot::{Condvar, Mutex};
 use pulsar_common::executors::ThreadFactory;
 use std::collections::VecDeque;
