@@ -12,6 +12,7 @@ use crate::component::threads::ComponentThreads;
 use crate::component::user_code::call_user;
 use crate::component::ComponentExecutor;
 use crate::metadata::types::{ListenerId, Notification, SessionEvent};
+use crate::metadata::ListenerList;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::fmt;
@@ -34,8 +35,17 @@ type SessionListener = Arc<dyn Fn(SessionEvent) + Send + Sync>;
 /// snapshot with one `Arc` clone.
 struct Listeners {
     next_id: u64,
-    notification: Arc<[(ListenerId, NotificationListener)]>,
-    session: Arc<[(ListenerId, SessionListener)]>,
+    notification: ListenerList<NotificationListener>,
+    session: ListenerList<SessionListener>,
+}
+
+impl Listeners {
+    /// The id of the next listener, of either kind.
+    fn next_id(&mut self) -> ListenerId {
+        let id = ListenerId(self.next_id);
+        self.next_id += 1;
+        id
+    }
 }
 
 /// Queues the store's events and delivers them on its executor.
@@ -58,8 +68,8 @@ impl Dispatcher {
             drain_scheduled: AtomicBool::new(false),
             listeners: Mutex::new(Listeners {
                 next_id: 1,
-                notification: Arc::from(Vec::new()),
-                session: Arc::from(Vec::new()),
+                notification: ListenerList::new(),
+                session: ListenerList::new(),
             }),
         })
     }
@@ -105,13 +115,13 @@ impl Dispatcher {
             };
             match event {
                 StoreEvent::Node(notification) => {
-                    let listeners = Arc::clone(&self.listeners.lock().notification);
+                    let listeners = self.listeners.lock().notification.snapshot();
                     for (_, listener) in listeners.iter() {
                         call_user("metadata store listener", || listener(&notification));
                     }
                 }
                 StoreEvent::Session(session_event) => {
-                    let listeners = Arc::clone(&self.listeners.lock().session);
+                    let listeners = self.listeners.lock().session.snapshot();
                     for (_, listener) in listeners.iter() {
                         call_user("metadata store session listener", || {
                             listener(session_event)
@@ -124,51 +134,29 @@ impl Dispatcher {
 
     pub(crate) fn add_notification_listener(&self, listener: NotificationListener) -> ListenerId {
         let mut listeners = self.listeners.lock();
-        let id = ListenerId(listeners.next_id);
-        listeners.next_id += 1;
-        let mut list = listeners.notification.to_vec();
-        list.push((id, listener));
-        listeners.notification = Arc::from(list);
+        let id = listeners.next_id();
+        listeners.notification.add(id, listener);
         id
     }
 
     pub(crate) fn add_session_listener(&self, listener: SessionListener) -> ListenerId {
         let mut listeners = self.listeners.lock();
-        let id = ListenerId(listeners.next_id);
-        listeners.next_id += 1;
-        let mut list = listeners.session.to_vec();
-        list.push((id, listener));
-        listeners.session = Arc::from(list);
+        let id = listeners.next_id();
+        listeners.session.add(id, listener);
         id
     }
 
     /// Removes a listener of either kind; `false` if `id` was not registered. The removed
     /// closure is dropped after the lock is released (its `Drop` is user code).
     pub(crate) fn remove_listener(&self, id: ListenerId) -> bool {
-        let removed_notification;
-        let removed_session;
-        {
+        let removed = {
             let mut listeners = self.listeners.lock();
-            let (keep, removed): (Vec<_>, Vec<_>) = listeners
-                .notification
-                .iter()
-                .cloned()
-                .partition(|(listener_id, _)| *listener_id != id);
-            removed_notification = removed;
-            if !removed_notification.is_empty() {
-                listeners.notification = Arc::from(keep);
-            }
-            let (keep, removed): (Vec<_>, Vec<_>) = listeners
-                .session
-                .iter()
-                .cloned()
-                .partition(|(listener_id, _)| *listener_id != id);
-            removed_session = removed;
-            if !removed_session.is_empty() {
-                listeners.session = Arc::from(keep);
-            }
-        }
-        !removed_notification.is_empty() || !removed_session.is_empty()
+            (
+                listeners.notification.remove(id),
+                listeners.session.remove(id),
+            )
+        };
+        removed.0.is_some() || removed.1.is_some()
     }
 
     /// The store's executor thread, once started.
@@ -185,8 +173,8 @@ impl Dispatcher {
         let (notification, session) = {
             let mut listeners = self.listeners.lock();
             (
-                std::mem::replace(&mut listeners.notification, Arc::from(Vec::new())),
-                std::mem::replace(&mut listeners.session, Arc::from(Vec::new())),
+                listeners.notification.take_all(),
+                listeners.session.take_all(),
             )
         };
         drop((notification, session));

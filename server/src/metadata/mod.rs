@@ -26,7 +26,7 @@ mod zookeeper;
 
 pub use config::MetadataStoreConfig;
 pub use error::MetadataStoreError;
-pub(crate) use listeners::StoreListeners;
+pub(crate) use listeners::{ListenerList, StoreListeners};
 pub use store::MetadataStore;
 pub use types::{
     CreateMode, ExpectedVersion, GetResult, ListenerId, Notification, NotificationType,

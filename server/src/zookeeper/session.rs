@@ -35,7 +35,7 @@ use crate::component::user_code::call_user;
 use crate::component::ComponentExecutor;
 use crate::metadata::path;
 use crate::metadata::{
-    ListenerId, MetadataStoreConfig, Notification, NotificationType, SessionEvent,
+    ListenerId, ListenerList, MetadataStoreConfig, Notification, NotificationType, SessionEvent,
 };
 use crate::zookeeper::error::ZooKeeperError;
 use crate::zookeeper::io::IoRuntime;
@@ -89,7 +89,7 @@ struct SessionInner {
 /// Session listeners, replaced whole on change (a delivery takes an `Arc` snapshot).
 struct SessionListeners {
     next_id: u64,
-    list: Arc<[(ListenerId, SessionListener)]>,
+    list: ListenerList<SessionListener>,
 }
 
 /// Owns a ZooKeeper session (Pulsar's `PulsarZooKeeperClient`): on expiry it re-creates the
@@ -159,7 +159,7 @@ impl ZooKeeperSession {
             watches: Mutex::new(Vec::new()),
             listeners: Mutex::new(SessionListeners {
                 next_id: 1,
-                list: Arc::from(Vec::new()),
+                list: ListenerList::new(),
             }),
         });
         let session = Self { inner };
@@ -216,9 +216,7 @@ impl ZooKeeperSession {
         let mut listeners = self.inner.listeners.lock();
         let id = ListenerId(listeners.next_id);
         listeners.next_id += 1;
-        let mut list = listeners.list.to_vec();
-        list.push((id, Arc::new(listener)));
-        listeners.list = Arc::from(list);
+        listeners.list.add(id, Arc::new(listener));
         id
     }
 
@@ -426,7 +424,7 @@ impl SessionInner {
 
     /// Calls the session listeners; runs on `zk-connect-executor`, with no lock held.
     fn notify(&self, event: SessionEvent) {
-        let listeners = Arc::clone(&self.listeners.lock().list);
+        let listeners = self.listeners.lock().list.snapshot();
         for (_, listener) in listeners.iter() {
             call_user("ZooKeeper session listener", || listener(event));
         }
@@ -580,7 +578,7 @@ impl SessionInner {
         }
         self.io.shutdown();
         let watches = std::mem::take(&mut *self.watches.lock());
-        let listeners = std::mem::replace(&mut self.listeners.lock().list, Arc::from(Vec::new()));
+        let listeners = self.listeners.lock().list.take_all();
         drop((watches, listeners));
         tracing::info!(hosts = %self.hosts, chroot = %self.chroot, "ZooKeeper session closed");
     }
