@@ -10,9 +10,12 @@
 //! executors behind `ConsumerExecutor` differ.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use crossbeam_utils::CachePadded;
 use microbench::alloc::CountingAllocator;
 use microbench::crew::{Crew, Job};
-use microbench::executors::{BoxedTask, Executor, PulsarExecutor, StdMpscExecutor, Submit};
+use microbench::executors::{
+    BoxedTask, DelayHeapExecutor, Executor, PulsarExecutor, StdMpscExecutor, Submit,
+};
 use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::{Probe, Progress, Settings};
@@ -27,8 +30,8 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{self, JoinHandle, Thread};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -54,186 +57,11 @@ const CPU_NS_PER_MSG: &str = "CPU ns/msg";
 const ALLOCS_PER_MSG: &str = "allocs/msg";
 const BYTES_PER_MSG: &str = "B/msg";
 
-// ---- (a) the delay-heap executor ----------------------------------------------------------
+// ---- (a), (b) the delay heap and std mpsc, as consumer executors ---------------------------------------------
 
-/// Java's one-thread `ScheduledThreadPoolExecutor`, as Pulsar's client used it for every
-/// hand-off before #16236: `execute(r)` is `schedule(r, 0)`, so each task is boxed (Java
-/// allocates a `ScheduledFutureTask`), stamped with `now`, pushed into a binary heap under the
-/// queue lock (O(log n)), and the worker takes tasks one at a time under that lock when their
-/// deadline has come (`DelayedWorkQueue.take`). Like Java's `Condition.signal`, a producer
-/// signals only when its task became the head and the worker waits; the worker never spins.
-struct DelayHeap {
-    state: Mutex<DelayHeapState>,
-    available: Condvar,
-}
-
-struct DelayHeapState {
-    heap: BinaryHeap<Delayed>,
-    seq: u64,
-    worker_waiting: bool,
-    shutdown: bool,
-}
-
-/// A task with its trigger time; the heap is a min-heap on `(deadline, seq)`.
-struct Delayed {
-    deadline: Instant,
-    seq: u64,
-    task: BoxedTask,
-}
-
-impl PartialEq for Delayed {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-impl Eq for Delayed {}
-impl PartialOrd for Delayed {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Delayed {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        // Reversed: `BinaryHeap` is a max-heap.
-        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
-    }
-}
-
-impl DelayHeap {
-    fn execute(&self, task: BoxedTask) -> bool {
-        self.schedule(Duration::ZERO, task)
-    }
-
-    fn schedule(&self, delay: Duration, task: BoxedTask) -> bool {
-        let deadline = Instant::now() + delay;
-        let mut state = self.state.lock().unwrap();
-        if state.shutdown {
-            return false;
-        }
-        let seq = state.seq;
-        state.seq += 1;
-        state.heap.push(Delayed {
-            deadline,
-            seq,
-            task,
-        });
-        let became_head = state.heap.peek().is_some_and(|head| head.seq == seq);
-        let wake = became_head && state.worker_waiting;
-        drop(state);
-        if wake {
-            self.available.notify_one();
-        }
-        true
-    }
-
-    fn run_worker(&self) {
-        let mut state = self.state.lock().unwrap();
-        loop {
-            let Some(head) = state.heap.peek() else {
-                if state.shutdown {
-                    return;
-                }
-                state.worker_waiting = true;
-                state = self.available.wait(state).unwrap();
-                state.worker_waiting = false;
-                continue;
-            };
-            let now = Instant::now();
-            if head.deadline <= now {
-                let task = state.heap.pop().expect("peeked").task;
-                drop(state);
-                task();
-                state = self.state.lock().unwrap();
-            } else {
-                let wait = head.deadline - now;
-                state.worker_waiting = true;
-                state = self.available.wait_timeout(state, wait).unwrap().0;
-                state.worker_waiting = false;
-            }
-        }
-    }
-}
-
-/// A started [`DelayHeap`] executor.
-struct DelayHeapExecutor {
-    shared: Arc<DelayHeap>,
-    worker: JoinHandle<()>,
-}
-
-/// Submits to a [`DelayHeapExecutor`].
-#[derive(Clone)]
-struct DelayHeapHandle(Arc<DelayHeap>);
-
-impl Executor for DelayHeapExecutor {
-    const NAME: &'static str = "delay_heap_execute";
-    type Handle = DelayHeapHandle;
-
-    fn start() -> Self {
-        let shared = Arc::new(DelayHeap {
-            state: Mutex::new(DelayHeapState {
-                heap: BinaryHeap::with_capacity(64),
-                seq: 0,
-                worker_waiting: false,
-                shutdown: false,
-            }),
-            available: Condvar::new(),
-        });
-        let worker = {
-            let shared = Arc::clone(&shared);
-            thread::Builder::new()
-                .name("delay-heap-executor".into())
-                .spawn(move || shared.run_worker())
-                .expect("start the delay-heap worker")
-        };
-        Self { shared, worker }
-    }
-
-    fn handle(&self) -> DelayHeapHandle {
-        DelayHeapHandle(Arc::clone(&self.shared))
-    }
-
-    fn shutdown(self) {
-        self.shared.state.lock().unwrap().shutdown = true;
-        self.shared.available.notify_one();
-        self.worker.join().expect("the delay-heap worker panicked");
-    }
-}
-
-impl Submit for DelayHeapHandle {
-    #[inline]
-    fn execute<F: FnOnce() + Send + 'static>(&self, task: F) {
-        assert!(
-            self.0.execute(Box::new(task)),
-            "the delay heap was shut down"
-        );
-    }
-}
-
-impl ConsumerExecutor for DelayHeapHandle {
-    fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
-        if self.0.execute(Box::new(move || job.run())) {
-            Ok(())
-        } else {
-            Err(JobRejected)
-        }
-    }
-}
-
-impl fmt::Debug for DelayHeapHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("DelayHeapHandle")
-    }
-}
-
-impl fmt::Debug for DelayHeapExecutor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("DelayHeapExecutor")
-    }
-}
-
-// ---- (b) std mpsc, as a consumer executor -------------------------------------------------
-
-/// Any of microbench's submit handles (here `std_mpsc`'s) as a [`ConsumerExecutor`].
+/// Any of microbench's submit handles (the delay heap's, `std_mpsc`'s) as a
+/// [`ConsumerExecutor`]. The executors are never shut down while the consumer holds them, so a
+/// job is never refused ([`Submit::execute`] panics if one were).
 struct ViaSubmit<H>(H);
 
 impl<H: Submit + Sync + fmt::Debug> ConsumerExecutor for ViaSubmit<H> {
@@ -269,9 +97,6 @@ const FLUSH: u64 = 64;
 /// Stripes of [`Handled`]; threads beyond this share stripes (still exact: stripes are atomic).
 const STRIPES: usize = 4;
 
-#[repr(align(128))]
-struct CachePadded<T>(T);
-
 /// Which stripe this thread adds to (threads take stripes in turn).
 fn stripe_index() -> usize {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -285,7 +110,7 @@ impl Handled {
     fn new() -> Self {
         Self {
             stripes: (0..STRIPES)
-                .map(|_| CachePadded(AtomicU64::new(0)))
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
             flushed: AtomicU64::new(0),
             target: AtomicU64::new(u64::MAX),
@@ -298,10 +123,7 @@ impl Handled {
 
     #[inline]
     fn record(&self) {
-        let n = self.stripes[stripe_index()]
-            .0
-            .fetch_add(1, Ordering::AcqRel)
-            + 1;
+        let n = self.stripes[stripe_index()].fetch_add(1, Ordering::AcqRel) + 1;
         if n.is_multiple_of(FLUSH) {
             let flushed = self.flushed.fetch_add(FLUSH, Ordering::AcqRel) + FLUSH;
             if flushed + Self::UNFLUSHED >= self.target.load(Ordering::Acquire) {
@@ -314,7 +136,7 @@ impl Handled {
     fn count(&self) -> u64 {
         self.stripes
             .iter()
-            .map(|stripe| stripe.0.load(Ordering::Acquire))
+            .map(|stripe| stripe.load(Ordering::Acquire))
             .sum()
     }
 
@@ -348,7 +170,7 @@ fn executors_for(variant: &str, listeners: usize) -> VariantExecutors {
                 .collect();
             let handles: Vec<Arc<dyn ConsumerExecutor>> = started
                 .iter()
-                .map(|e| Arc::new(e.handle()) as Arc<dyn ConsumerExecutor>)
+                .map(|e| Arc::new(ViaSubmit(e.handle())) as Arc<dyn ConsumerExecutor>)
                 .collect();
             VariantExecutors {
                 internal: Arc::clone(&handles[0]),
@@ -980,8 +802,8 @@ fn lateness_run(variant: &str) -> Vec<f64> {
             let executor = DelayHeapExecutor::start();
             let (a, b) = (executor.handle(), executor.handle());
             (
-                Box::new(move |task| assert!(a.0.execute(task))),
-                Box::new(move |delay, task| assert!(b.0.schedule(delay, task))),
+                Box::new(move |task| assert!(a.execute_boxed(task))),
+                Box::new(move |delay, task| assert!(b.schedule(delay, task))),
                 Box::new(move || executor.shutdown()),
             )
         };

@@ -5,18 +5,23 @@
 //! - [`crossbeam`]: an unbounded crossbeam channel + boxed tasks + one thread.
 //! - [`flume`]: an unbounded flume channel + boxed tasks + one thread.
 //! - [`threadpool`]: the `threadpool` crate with one thread.
+//! - [`delay_heap`]: Java's one-thread `ScheduledThreadPoolExecutor` (a delay heap under one
+//!   lock; `execute` is `schedule(task, 0)`), not in [`NAMES`]: the `consumer_dispatch` bench's
+//!   baseline.
 //! - [`pulsar`]: ours, `PulsarExecutors::new_single_thread_executor`.
 //!
 //! A bench that runs something on every executor implements [`ExecutorVisitor`] and calls
 //! [`visit_all`]; each visit is monomorphised, so no executor pays for dynamic dispatch.
 
 pub mod crossbeam;
+pub mod delay_heap;
 pub mod flume;
 pub mod pulsar;
 pub mod std_mpsc;
 pub mod threadpool;
 
 pub use self::crossbeam::CrossbeamExecutor;
+pub use self::delay_heap::{DelayHeapExecutor, DelayHeapHandle};
 pub use self::flume::FlumeExecutor;
 pub use self::pulsar::PulsarExecutor;
 pub use self::std_mpsc::StdMpscExecutor;
