@@ -744,6 +744,10 @@ fn thread_state(name_prefix: &str) -> Option<char> {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "reads the OS threads' states from /proc, which Miri's threads do not have"
+)]
 fn an_idle_worker_parks_instead_of_spinning_and_a_parked_worker_is_woken_once() {
     let executor = PulsarExecutors::builder().pool_name("idlepark").build();
     executor.submit(|| ()).unwrap().join().unwrap();
