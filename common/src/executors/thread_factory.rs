@@ -118,6 +118,7 @@ pub struct ThreadFactoryPanicked {
 
 impl ThreadFactoryPanicked {
     /// Reads the message out of a caught panic's payload.
+    #[cfg_attr(loom, allow(dead_code))] // under loom no thread is ever started
     pub(crate) fn from_payload(payload: &(dyn Any + Send)) -> Self {
         Self {
             message: panic_message(payload).to_owned(),

@@ -6,7 +6,9 @@
 use crate::executors::executor_core::{WorkerState, RUNNING, TERMINATED};
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
-use crate::executors::thread_factory::{ThreadFactory, ThreadFactoryPanicked};
+use crate::executors::thread_factory::ThreadFactory;
+#[cfg(not(loom))]
+use crate::executors::thread_factory::ThreadFactoryPanicked;
 use crate::sync::{spin_until, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
 use std::any::Any;
 use std::cell::Cell;
