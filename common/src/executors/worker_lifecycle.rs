@@ -191,13 +191,13 @@ impl WorkerLifecycle {
     }
 
     /// Starts the worker thread with the thread factory (user code: call it without locks).
-    #[cfg(not(loom))]
     ///
     /// A factory that panics is a failed start like one that returns `Err`: the panic is
     /// caught here and becomes an `io::Error` wrapping [`ThreadFactoryPanicked`] (its message;
     /// the payload is dropped inside a guard). So every path that starts a thread — the lazy
     /// start, the restart at `shutdown` — sees an ordinary error and puts the worker slot back
     /// to `NotStarted`, and no unwind can leave it `Starting`.
+    #[cfg(not(loom))]
     pub(crate) fn spawn(&self, body: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
         let factory = &*self.factory;
         let started = panic::catch_unwind(AssertUnwindSafe(move || factory.new_thread(body)));
