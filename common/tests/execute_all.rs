@@ -147,7 +147,8 @@ fn a_panicking_iterator_queues_nothing_and_drops_what_it_had_staged_once() {
 #[test]
 fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
     BatchRace {
-        rounds: 1_000,
+        // Fewer rounds under Miri (~10^4 times slower), the same assertions.
+        rounds: if cfg!(miri) { 5 } else { 1_000 },
         submitters: 3,
         batches: 4,
         per_batch: 8,
@@ -167,7 +168,8 @@ fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
 /// With graceful shutdown, every task of every accepted batch runs.
 #[test]
 fn batches_racing_shutdown_run_every_accepted_task() {
-    const ROUNDS: usize = 1_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 5 } else { 1_000 };
     const SUBMITTERS: usize = 3;
     const PER_BATCH: usize = 8;
     for round in 0..ROUNDS {

@@ -172,7 +172,8 @@ fn trim_follows_pulsars_rule() {
     assert_eq!(queue.trim(), 128);
     // An emptied burst goes back to 64.
     let queue = GrowableArrayBlockingQueue::new();
-    for i in 0..100_000 {
+    let burst = if cfg!(miri) { 2_000 } else { 100_000 };
+    for i in 0..burst {
         queue.put(i).unwrap();
     }
     queue.clear();
@@ -260,7 +261,8 @@ fn four_producers_one_hundred_thousand_each_arrive_complete_and_in_producer_orde
 
 #[test]
 fn two_producers_with_a_concurrent_trimmer_keep_every_element_in_order() {
-    const PER_PRODUCER: usize = 20_000;
+    // Under Miri (~10^4 times slower) fewer elements, the same assertions.
+    const PER_PRODUCER: usize = if cfg!(miri) { 500 } else { 20_000 };
     let queue = Arc::new(GrowableArrayBlockingQueue::new());
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let trimmer = {
@@ -321,7 +323,16 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig {
+        // Under Miri: fewer cases, and no failure file (isolation has no working directory).
+        cases: if cfg!(miri) { 8 } else { 256 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
 
     /// The queue behaves as a `VecDeque` under any sequence of operations, growth, wrap-around
     /// and trim included, and its capacity stays a power of two that holds every item.

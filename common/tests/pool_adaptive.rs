@@ -261,6 +261,16 @@ fn bounds() -> impl Strategy<Value = (usize, usize, usize)> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig {
+        // Under Miri: fewer cases, and no failure file (isolation has no working directory).
+        cases: if cfg!(miri) { 8 } else { ProptestConfig::default().cases },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn guesses_follow_the_table_rules(
         (minimum, initial, maximum) in bounds(),

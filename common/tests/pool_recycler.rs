@@ -45,6 +45,40 @@ fn drops(counter: &AtomicUsize) -> usize {
     counter.load(Ordering::SeqCst)
 }
 
+/// Asserts the documented identity `hits + misses == recycled + dropped + detached +
+/// outstanding`: every object handed out was counted once on its return, or is still out.
+fn assert_identity<T: Send + 'static>(recycler: &Recycler<T>, outstanding: u64) {
+    let stats = recycler.stats();
+    assert_eq!(
+        stats.hits + stats.misses,
+        stats.recycled + stats.dropped + stats.detached + outstanding,
+        "{stats:?} with {outstanding} outstanding"
+    );
+}
+
+thread_local! {
+    /// A closure to run when this thread's thread-locals are destroyed (see [`at_exit`]).
+    static AT_EXIT: std::cell::RefCell<AtExit> = const { std::cell::RefCell::new(AtExit(None)) };
+}
+
+/// Runs its closure when dropped: during thread exit, as the thread-local [`AT_EXIT`].
+struct AtExit(Option<Box<dyn FnOnce()>>);
+
+impl Drop for AtExit {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// Runs `f` from a thread-local destructor when the calling thread exits. Thread-local
+/// destructors run in reverse order of first use, so registered *before* the thread first
+/// uses a recycler, `f` runs after the thread's pool table is gone; registered after, before.
+fn at_exit(f: impl FnOnce() + 'static) {
+    AT_EXIT.with(|slot| slot.borrow_mut().0 = Some(Box::new(f)));
+}
+
 // ---- smoke ------------------------------------------------------------------------------
 
 #[test]
@@ -167,6 +201,35 @@ fn a_zero_object_cap_disables_pooling() {
     assert_eq!(drops(&drops_seen), 3);
 }
 
+#[test]
+fn a_cap_of_300_objects_never_allocates_more_than_300_free_list_slots() {
+    let (recycler, drops_seen) = tokens(300, usize::MAX);
+    let held: Vec<Pooled<Token>> = (0..400).map(|_| recycler.get()).collect();
+    drop(held);
+    let pool = recycler.thread_stats();
+    assert_eq!((pool.size, pool.recycled, pool.dropped), (300, 300, 100));
+    assert!(
+        pool.free_list_slots <= 300,
+        "{} slots for a cap of 300",
+        pool.free_list_slots
+    );
+    assert_eq!(drops(&drops_seen), 100);
+    assert_identity(&recycler, 0);
+}
+
+#[test]
+fn objects_returned_by_other_threads_never_grow_the_free_list_past_the_cap() {
+    let (recycler, _) = tokens(300, usize::MAX);
+    let held: Vec<Pooled<Token>> = (0..300).map(|_| recycler.get()).collect();
+    thread::spawn(move || drop(held)).join().unwrap();
+    assert_eq!(recycler.thread_stats().queued, 300);
+    drop(recycler.get()); // drains the 300 queued objects onto the free list
+    let pool = recycler.thread_stats();
+    assert_eq!((pool.size, pool.queued), (300, 0));
+    assert!(pool.free_list_slots <= 300, "{}", pool.free_list_slots);
+    assert_identity(&recycler, 0);
+}
+
 // ---- reset hook -------------------------------------------------------------------------
 
 #[test]
@@ -237,8 +300,10 @@ fn a_factory_that_panics_reaches_the_caller_and_leaves_the_pool_usable() {
     });
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recycler.get()));
     assert!(outcome.is_err());
+    assert_eq!(recycler.stats().misses, 0, "no object was handed out");
     assert_eq!(*recycler.get(), 7);
-    assert_eq!(recycler.stats().misses, 2);
+    assert_eq!(recycler.stats().misses, 1);
+    assert_identity(&recycler, 0);
 }
 
 #[test]
@@ -327,7 +392,8 @@ fn returns_from_other_threads_and_the_owner_share_one_cap() {
 #[test]
 fn four_threads_returning_100_000_objects_each_are_accounted_exactly() {
     const RETURNERS: usize = 4;
-    const PER_RETURNER: usize = 100_000;
+    // Miri runs this ~10^4 times slower: fewer objects, the same assertions.
+    const PER_RETURNER: usize = if cfg!(miri) { 500 } else { 100_000 };
     const CAP: usize = 256;
     let drops_seen = Arc::new(AtomicUsize::new(0));
     let next_id = AtomicU64::new(0);
@@ -395,6 +461,7 @@ fn four_threads_returning_100_000_objects_each_are_accounted_exactly() {
     // Every object made is either still pooled or was dropped exactly once.
     assert_eq!(drops(&drops_seen) as u64, misses - retained);
     assert_eq!(dropped, misses - retained);
+    assert_identity(&recycler, 0);
 }
 
 // ---- thread exit ------------------------------------------------------------------------
@@ -418,6 +485,7 @@ fn a_thread_exit_releases_its_pool() {
         (5, 5),
         "counters survive the exit"
     );
+    assert_identity(&recycler, 0);
 }
 
 #[test]
@@ -438,6 +506,7 @@ fn objects_queued_for_an_exited_thread_are_released_with_its_pool() {
     assert_eq!(drops(&drops_seen), 3);
     let stats = recycler.stats();
     assert_eq!((stats.recycled, stats.released, stats.retained), (3, 3, 0));
+    assert_identity(&recycler, 0);
 }
 
 #[test]
@@ -446,7 +515,9 @@ fn returns_to_a_pool_whose_thread_has_exited_are_dropped() {
     let worker = recycler.clone();
     let outlived = thread::spawn(move || worker.get()).join().unwrap();
     assert_eq!(recycler.stats().threads, 0);
+    assert_identity(&recycler, 1);
     drop(outlived);
+    assert_identity(&recycler, 0);
     assert_eq!(drops(&drops_seen), 1);
     let stats = recycler.stats();
     assert_eq!((stats.dropped, stats.recycled, stats.retained), (1, 0, 0));
@@ -455,6 +526,75 @@ fn returns_to_a_pool_whose_thread_has_exited_are_dropped() {
         0,
         "not adopted by this thread"
     );
+}
+
+#[test]
+fn an_object_got_during_thread_exit_is_counted_when_given_back() {
+    let (recycler, drops_seen) = tokens(16, usize::MAX);
+    let worker = recycler.clone();
+    let (out, kept) = mpsc::channel::<(bool, Pooled<Token>)>();
+    thread::spawn(move || {
+        let late = worker.clone();
+        // Registered first, so it runs after the thread's pool table is gone.
+        at_exit(move || {
+            let gone = late.get(); // no pool left: lent unpooled
+            let pooled = gone.is_pooled();
+            drop(gone); // given back during the exit
+            out.send((pooled, late.get())).unwrap(); // and one that outlives the thread
+        });
+        drop(worker.get());
+    })
+    .join()
+    .unwrap();
+    let (pooled, outlived) = kept.recv().unwrap();
+    assert!(!pooled, "the thread's pools were gone");
+    assert!(!outlived.is_pooled());
+    assert_identity(&recycler, 1);
+    drop(outlived);
+    assert_identity(&recycler, 0);
+    let stats = recycler.stats();
+    assert_eq!((stats.misses, stats.recycled, stats.dropped), (3, 1, 2));
+    assert_eq!(drops(&drops_seen), 3, "every object made was dropped once");
+}
+
+#[test]
+fn an_object_given_back_during_thread_exit_is_counted() {
+    let (recycler, drops_seen) = tokens(16, usize::MAX);
+    let worker = recycler.clone();
+    thread::spawn(move || {
+        let (slot, later) = mpsc::channel::<Pooled<Token>>();
+        // Registered before the pool exists: runs after the pool table is gone.
+        at_exit(move || drop(later.recv().unwrap()));
+        slot.send(worker.get()).unwrap();
+    })
+    .join()
+    .unwrap();
+    assert_identity(&recycler, 0);
+    let stats = recycler.stats();
+    assert_eq!((stats.misses, stats.dropped), (1, 1));
+    assert_eq!(drops(&drops_seen), 1);
+}
+
+#[test]
+fn gets_and_returns_from_a_destructor_that_runs_before_the_pool_table_is_gone_are_counted() {
+    let (recycler, drops_seen) = tokens(16, usize::MAX);
+    let worker = recycler.clone();
+    thread::spawn(move || {
+        drop(worker.get()); // the pool table exists first: destroyed after `at_exit`'s
+        let late = worker.clone();
+        at_exit(move || {
+            let reused = late.get();
+            assert!(reused.is_pooled());
+            drop(reused);
+            drop(late.get());
+        });
+    })
+    .join()
+    .unwrap();
+    assert_identity(&recycler, 0);
+    let stats = recycler.stats();
+    assert_eq!((stats.hits, stats.recycled, stats.released), (2, 3, 1));
+    assert_eq!(drops(&drops_seen), 1);
 }
 
 // ---- dropping the recycler --------------------------------------------------------------

@@ -167,7 +167,16 @@ impl Drop for Elsewhere {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig {
+        // Under Miri: fewer cases, and no failure file (isolation has no working directory).
+        cases: if cfg!(miri) { 8 } else { 256 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_recycler_behaves_like_its_model(

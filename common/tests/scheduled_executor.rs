@@ -202,7 +202,8 @@ fn a_batch_takes_the_fast_path_in_order_and_a_refused_batch_comes_back_whole() {
 #[test]
 fn batches_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
     BatchRace {
-        rounds: 500,
+        // Fewer rounds under Miri (~10^4 times slower), the same assertions.
+        rounds: if cfg!(miri) { 5 } else { 500 },
         submitters: 2,
         batches: 4,
         per_batch: 8,
@@ -484,8 +485,9 @@ fn a_running_one_shot_task_cannot_be_cancelled() {
 
 #[test]
 fn a_million_scheduled_then_cancelled_timers_leave_nothing_behind() {
-    const TOTAL: usize = 1_000_000;
-    const WAVE: usize = 10_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const TOTAL: usize = if cfg!(miri) { 2_000 } else { 1_000_000 };
+    const WAVE: usize = if cfg!(miri) { 500 } else { 10_000 };
     let executor = executor("million");
     let drops = DropCounter::new();
     let mut handles = Vec::with_capacity(WAVE);
@@ -788,7 +790,8 @@ fn offer(
 
 #[test]
 fn offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
-    const ROUNDS: usize = 200;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 5 } else { 200 };
     const PRODUCERS: usize = 3;
     const PER_PRODUCER: usize = 50;
     for _ in 0..ROUNDS {
@@ -833,7 +836,8 @@ fn offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
 
 #[test]
 fn offers_racing_graceful_shutdown_run_every_accepted_task() {
-    const ROUNDS: usize = 200;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 5 } else { 200 };
     const PRODUCERS: usize = 3;
     const PER_PRODUCER: usize = 50;
     for _ in 0..ROUNDS {
@@ -868,7 +872,8 @@ fn offers_racing_graceful_shutdown_run_every_accepted_task() {
 
 #[test]
 fn cancel_racing_the_deadline_is_exactly_one_of_ran_or_cancelled() {
-    const TIMERS: usize = 20_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const TIMERS: usize = if cfg!(miri) { 300 } else { 20_000 };
     let executor = executor("cancel-race");
     let ran = Arc::new(AtomicUsize::new(0));
     let drops = DropCounter::new();

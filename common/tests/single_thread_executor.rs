@@ -68,7 +68,8 @@ fn lazy_start_then_one_hundred_tasks_run_in_submission_order() {
 #[test]
 fn four_submitters_one_hundred_thousand_tasks_each_all_run_in_each_submitters_order() {
     const SUBMITTERS: usize = 4;
-    const PER_SUBMITTER: usize = 100_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const PER_SUBMITTER: usize = if cfg!(miri) { 200 } else { 100_000 };
     let executor = PulsarExecutors::new_single_thread_executor();
     let last_seen = Arc::new(Mutex::new([None::<usize>; SUBMITTERS]));
     let violations = Arc::new(AtomicUsize::new(0));
@@ -468,7 +469,8 @@ fn a_thread_factory_that_fails_rejects_the_task_with_its_error_and_hands_it_back
 /// returned, or it was rejected — and each task's captures are dropped exactly once.
 #[test]
 fn execute_racing_shutdown_now_loses_nothing_and_runs_nothing_twice() {
-    const ROUNDS: usize = 2_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 10 } else { 2_000 };
     const SUBMITTERS: usize = 3;
     const PER_SUBMITTER: usize = 20;
     for round in 0..ROUNDS {
@@ -530,7 +532,8 @@ fn execute_racing_shutdown_now_loses_nothing_and_runs_nothing_twice() {
 /// With graceful shutdown, every accepted task runs and every other one is handed back.
 #[test]
 fn execute_racing_shutdown_runs_every_accepted_task() {
-    const ROUNDS: usize = 2_000;
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 10 } else { 2_000 };
     const SUBMITTERS: usize = 3;
     const PER_SUBMITTER: usize = 20;
     for round in 0..ROUNDS {
@@ -672,12 +675,14 @@ fn memory_is_given_back_after_a_burst_once_the_worker_is_idle() {
         .idle_trim_after(Some(Duration::from_millis(50)))
         .build();
     let release = block_worker(&executor);
-    let latch = Latch::new(100_000);
-    for _ in 0..100_000 {
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    let burst = if cfg!(miri) { 1_000 } else { 100_000 };
+    let latch = Latch::new(burst);
+    for _ in 0..burst {
         let latch = Arc::clone(&latch);
         executor.execute(move || latch.count_down()).unwrap();
     }
-    assert!(executor.queue_capacity() >= 100_000);
+    assert!(executor.queue_capacity() >= burst);
     release.send(()).unwrap();
     latch.wait(LONG);
     // The worker trims once it has been idle for 50 ms; wait for that (bounded), not a sleep.
@@ -744,6 +749,10 @@ fn thread_state(name_prefix: &str) -> Option<char> {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "reads the OS threads' states from /proc, which Miri's threads do not have"
+)]
 fn an_idle_worker_parks_instead_of_spinning_and_a_parked_worker_is_woken_once() {
     let executor = PulsarExecutors::builder().pool_name("idlepark").build();
     executor.submit(|| ()).unwrap().join().unwrap();

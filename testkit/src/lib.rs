@@ -1,7 +1,8 @@
 //! Test fixtures shared by the workspace's test suites (a dev-dependency only; it depends on
 //! no crate of the workspace, so each suite's types stay its own).
 //!
-//! - [`DropCounter`] / [`Token`]: prove every value is dropped exactly once.
+//! - [`DropCounter`] / [`Token`]: prove every value is dropped exactly once;
+//!   [`PanickingToken`]: the same, for a value whose `Drop` panics.
 //! - [`block_worker_with`]: occupy an executor's worker until the test lets it go.
 //! - [`Latch`]: a count-down latch whose wait fails the test instead of hanging.
 //! - [`thread_count`] / [`wait_for_thread_count_at_most`]: the process's threads, from /proc.
@@ -21,7 +22,7 @@ mod warnings;
 pub mod zookeeper;
 
 pub use blocking::block_worker_with;
-pub use drop_counter::{DropCounter, Token};
+pub use drop_counter::{DropCounter, PanickingToken, Token};
 pub use latch::Latch;
 pub use threads::{thread_count, wait_for_thread_count_at_most};
 pub use warnings::capture_warnings;

@@ -123,6 +123,17 @@ impl ExecutorCore {
         self.lifecycle.name()
     }
 
+    /// This executor's process-unique id; its handles compare it with the calling thread's
+    /// to refuse a self-join.
+    pub(crate) fn id(&self) -> u64 {
+        self.lifecycle.id()
+    }
+
+    /// Whether the calling thread is this executor's worker (for blocking paths only).
+    pub(crate) fn is_current_worker(&self) -> bool {
+        self.lifecycle.is_current_worker()
+    }
+
     pub(crate) fn run_state(&self) -> u8 {
         self.lifecycle.run_state()
     }
@@ -231,7 +242,9 @@ impl ExecutorCore {
 
     /// The worker thread's body.
     pub(crate) fn run_worker(core: &Self) {
-        core.lifecycle.enter_worker();
+        let Some(_worker) = core.lifecycle.enter_worker() else {
+            return; // another thread runs this executor's worker loop
+        };
         // Signals termination however the loop ends (it only ends by returning, since task
         // panics are caught; the guard keeps that true if the loop ever gains a panic path).
         struct Terminator<'a>(&'a ExecutorCore);
@@ -355,10 +368,19 @@ impl FifoCore for ExecutorCore {
 impl Drop for ExecutorCore {
     fn drop(&mut self) {
         // Tasks still queued (only possible when no worker could ever be started): the ring
-        // holds them as `ManuallyDrop`, so drop them here, once.
-        let mut stranded = std::mem::replace(&mut self.queue.lock().ring, Ring::empty());
-        while let Some(slot) = stranded.pop_front() {
-            drop(ManuallyDrop::into_inner(slot));
-        }
+        // holds them as `ManuallyDrop`, so drop them here, once — each at the panic boundary,
+        // so that a capture panicking in `Drop` neither escapes this `Drop` nor leaks the
+        // tasks after it. The batch's unclaimed tasks (none in a correct run: the worker only
+        // exits with its batch exhausted or stolen) are taken out the same way first.
+        let mut stranded = Vec::new();
+        let mut ring = {
+            let mut queue = self.queue.lock();
+            // SAFETY: the queue lock is held (and `&mut self`: no worker runs).
+            unsafe { self.batch.steal_unclaimed(&mut stranded) };
+            std::mem::replace(&mut queue.ring, Ring::empty())
+        };
+        let queued = std::iter::from_fn(|| ring.pop_front().map(ManuallyDrop::into_inner));
+        self.lifecycle
+            .drop_stranded(stranded.into_iter().chain(queued));
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! - [`PulsarExecutors`] / [`SingleThreadExecutorBuilder`]: make a [`SingleThreadExecutor`].
 //! - [`ThreadFactory`] / [`NamedThreadFactory`]: where worker threads come from, and where
-//!   panics of `execute`d tasks are reported.
+//!   panics of `execute`d tasks are reported; [`ThreadFactoryPanicked`]: a factory's panic,
+//!   turned into a failed thread start.
 //! - [`TaskHandle`] / [`TaskError`]: the result of a submitted task.
 //! - [`Task`]: a queued task handed back by `shutdown_now`.
 //! - [`RejectedExecution`] / [`RejectReason`]: a refused task, handed back.
@@ -42,4 +43,4 @@ pub use single_thread_executor::SingleThreadExecutor;
 pub use task::Task;
 pub use task_error::TaskError;
 pub use task_handle::TaskHandle;
-pub use thread_factory::{panic_message, NamedThreadFactory, ThreadFactory};
+pub use thread_factory::{panic_message, NamedThreadFactory, ThreadFactory, ThreadFactoryPanicked};

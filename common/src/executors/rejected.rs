@@ -10,7 +10,10 @@ use std::io;
 pub enum RejectReason {
     /// The executor was shut down (`shutdown` or `shutdown_now`) before the task was offered.
     Shutdown,
-    /// The executor's worker thread could not be started (the thread factory's error).
+    /// The executor's worker thread could not be started: the thread factory's error, or,
+    /// when the factory panicked, an error of kind `Other` wrapping a
+    /// [`ThreadFactoryPanicked`](crate::executors::ThreadFactoryPanicked) with the panic's
+    /// message. The executor is left without a worker; the next task tries again.
     ThreadStartFailed(io::Error),
 }
 

@@ -194,7 +194,7 @@ impl SingleThreadExecutor {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let (completer, handle) = result_slot();
+        let (completer, handle) = result_slot(self.handle.core.id());
         match self.enqueue_job(SubmitJob { f, completer }) {
             Ok(()) => Ok(handle),
             Err(rejected) => {
@@ -207,11 +207,21 @@ impl SingleThreadExecutor {
 
     /// Runs every task and waits for all of them; results come back in the tasks' order.
     /// A task the executor refused yields [`TaskError::Rejected`].
+    ///
+    /// Called on this executor's own worker thread (from one of its tasks), where it could
+    /// only wait forever, it submits nothing: every task is dropped unrun and yields
+    /// [`TaskError::WouldDeadlock`].
     pub fn invoke_all<F, R>(&self, tasks: Vec<F>) -> Vec<Result<R, TaskError>>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
+        if self.handle.core.is_current_worker() {
+            return tasks
+                .into_iter()
+                .map(|_| Err(TaskError::WouldDeadlock))
+                .collect();
+        }
         let handles: Vec<_> = tasks.into_iter().map(|task| self.submit(task)).collect();
         handles
             .into_iter()
@@ -228,7 +238,9 @@ impl SingleThreadExecutor {
     /// # Errors
     ///
     /// [`InvokeAnyError::NoTasks`] for an empty list; [`InvokeAnyError::AllFailed`] with each
-    /// task's failure, in order, when none succeeded.
+    /// task's failure, in order, when none succeeded — on this executor's own worker thread,
+    /// where it could only wait forever, at once, each task dropped unrun with
+    /// [`TaskError::WouldDeadlock`].
     pub fn invoke_any<F, R, E>(&self, tasks: Vec<F>) -> Result<R, InvokeAnyError<E>>
     where
         F: FnOnce() -> Result<R, E> + Send + 'static,
@@ -237,6 +249,12 @@ impl SingleThreadExecutor {
     {
         if tasks.is_empty() {
             return Err(InvokeAnyError::NoTasks);
+        }
+        if self.handle.core.is_current_worker() {
+            let refused = tasks
+                .into_iter()
+                .map(|_| InvokeFailure::Task(TaskError::WouldDeadlock));
+            return Err(InvokeAnyError::AllFailed(refused.collect()));
         }
         let succeeded = Arc::new(AtomicBool::new(false));
         let handles: Vec<_> = tasks

@@ -13,6 +13,12 @@ pub enum TaskError {
     Cancelled,
     /// The executor refused the task (it was shut down).
     Rejected,
+    /// The wait was refused, not the task: `join` (or `join_timeout`, `invoke_all`,
+    /// `invoke_any`) was called on the worker thread of the executor that has to produce the
+    /// result, which it cannot do while its only thread waits. Returned at once instead of
+    /// hanging. The task itself is unaffected (still queued, it runs later; its result is then
+    /// discarded). Wait for such a result from another thread, or await the handle.
+    WouldDeadlock,
 }
 
 impl TaskError {
@@ -24,6 +30,11 @@ impl TaskError {
     /// Whether the task was cancelled.
     pub fn is_cancelled(&self) -> bool {
         matches!(self, TaskError::Cancelled)
+    }
+
+    /// Whether the wait was refused because it would have deadlocked (a self-join).
+    pub fn is_would_deadlock(&self) -> bool {
+        matches!(self, TaskError::WouldDeadlock)
     }
 
     /// The panic payload, if the task panicked (to re-raise it with
@@ -45,6 +56,7 @@ impl fmt::Debug for TaskError {
                 .finish(),
             TaskError::Cancelled => f.write_str("Cancelled"),
             TaskError::Rejected => f.write_str("Rejected"),
+            TaskError::WouldDeadlock => f.write_str("WouldDeadlock"),
         }
     }
 }
@@ -57,6 +69,9 @@ impl fmt::Display for TaskError {
             }
             TaskError::Cancelled => f.write_str("task cancelled before it ran"),
             TaskError::Rejected => f.write_str("task rejected: the executor was shut down"),
+            TaskError::WouldDeadlock => f.write_str(
+                "waiting for the result on the worker thread of the executor that must produce it would deadlock",
+            ),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `TaskHandle`: the result of a submitted task, to join (blocking) or to await.
 
 use crate::executors::task_error::TaskError;
+use crate::executors::worker_lifecycle::is_worker_of;
 use parking_lot::{Condvar, Mutex};
 use std::fmt;
 use std::future::Future;
@@ -24,8 +25,9 @@ enum SlotState<R> {
     Taken,
 }
 
-/// Creates a connected completer / handle pair.
-pub(crate) fn result_slot<R>() -> (Completer<R>, TaskHandle<R>) {
+/// Creates a connected completer / handle pair for a task of the executor with id `executor`
+/// (whose worker thread must not block on the handle).
+pub(crate) fn result_slot<R>(executor: u64) -> (Completer<R>, TaskHandle<R>) {
     let slot = Arc::new(ResultSlot {
         state: Mutex::new(SlotState::Pending(None)),
         done: Condvar::new(),
@@ -34,7 +36,7 @@ pub(crate) fn result_slot<R>() -> (Completer<R>, TaskHandle<R>) {
         Completer {
             slot: Some(Arc::clone(&slot)),
         },
-        TaskHandle { slot },
+        TaskHandle { slot, executor },
     )
 }
 
@@ -107,6 +109,10 @@ impl<R> Drop for Completer<R> {
 /// ```
 pub struct TaskHandle<R> {
     slot: Arc<ResultSlot<R>>,
+    /// The id of the executor that runs the task: a blocking wait on its worker thread is
+    /// refused ([`TaskError::WouldDeadlock`]). Checked only once the result is found not
+    /// ready, never on the task's own path.
+    executor: u64,
 }
 
 impl<R> TaskHandle<R> {
@@ -115,12 +121,29 @@ impl<R> TaskHandle<R> {
     /// # Errors
     ///
     /// [`TaskError::Panicked`] with the payload if the task panicked;
-    /// [`TaskError::Cancelled`] if it was returned by `shutdown_now` and dropped unrun.
+    /// [`TaskError::Cancelled`] if it was returned by `shutdown_now` and dropped unrun;
+    /// [`TaskError::WouldDeadlock`] at once, without waiting, if the result is not ready and
+    /// the caller is the worker thread of the task's own executor (a task joining a task of
+    /// its own executor: the one thread that could run it is the one waiting).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::{PulsarExecutors, TaskError};
+    ///
+    /// let executor = PulsarExecutors::new_single_thread_executor();
+    /// let same = executor.clone();
+    /// let outer = executor.submit(move || same.submit(|| 1).unwrap().join());
+    /// assert!(matches!(outer.unwrap().join().unwrap(), Err(TaskError::WouldDeadlock)));
+    /// ```
     pub fn join(self) -> Result<R, TaskError> {
         let mut state = self.slot.state.lock();
         loop {
             if let Some(outcome) = take_ready(&mut state) {
                 return outcome;
+            }
+            if is_worker_of(self.executor) {
+                return Err(TaskError::WouldDeadlock);
             }
             self.slot.done.wait(&mut state);
         }
@@ -128,6 +151,10 @@ impl<R> TaskHandle<R> {
 
     /// Waits at most `timeout`. On timeout the handle is handed back (`Err(self)`) so the
     /// caller can wait again.
+    ///
+    /// On the worker thread of the task's own executor, with the result not ready, it returns
+    /// `Ok(Err(TaskError::WouldDeadlock))` at once instead of waiting out the timeout (see
+    /// [`join`](Self::join)).
     pub fn join_timeout(self, timeout: Duration) -> Result<Result<R, TaskError>, TaskHandle<R>> {
         let deadline = Instant::now().checked_add(timeout);
         {
@@ -135,6 +162,9 @@ impl<R> TaskHandle<R> {
             loop {
                 if let Some(outcome) = take_ready(&mut state) {
                     return Ok(outcome);
+                }
+                if is_worker_of(self.executor) {
+                    return Ok(Err(TaskError::WouldDeadlock));
                 }
                 match deadline {
                     Some(deadline) => {

@@ -29,17 +29,28 @@ use std::thread::{self, JoinHandle};
 pub trait ThreadFactory: Send + Sync + 'static {
     /// Starts a thread that runs `body`.
     ///
+    /// The thread must run `body` only if this call returns `Ok`: a factory that starts a
+    /// thread and then fails or panics leaves a thread that the executor does not count on.
+    /// (The executor tolerates it: at most one thread ever runs its worker loop, whichever
+    /// started first.)
+    ///
     /// # Errors
     ///
     /// The error from the operating system when no thread could be started; the executor then
-    /// rejects the task that asked for the thread and hands it back.
+    /// rejects the task that asked for the thread and hands it back. A factory that panics
+    /// instead is treated the same way: the panic is caught and the task comes back with
+    /// [`RejectReason::ThreadStartFailed`](crate::executors::RejectReason::ThreadStartFailed),
+    /// whose error wraps a [`ThreadFactoryPanicked`]. Either way the executor stays without a
+    /// worker and the next task (or `shutdown`, if tasks are queued) tries again.
     fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>>;
 
     /// Called on the worker thread with the payload of a task given to `execute` that panicked.
     /// The executor keeps running. (Tasks given to `submit` report their panic to their
     /// `TaskHandle` instead.) The default logs it with `tracing::error!`, naming the thread.
     ///
-    /// This hook must not panic; a panic here is caught and dropped.
+    /// This hook should not panic; if it does, the panic is caught on the worker thread and
+    /// its payload dropped there (a payload whose own `Drop` panics is leaked instead), and
+    /// the worker keeps running.
     fn on_task_panic(&self, payload: Box<dyn Any + Send>) {
         let thread = thread::current();
         tracing::error!(
@@ -70,6 +81,63 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
         "<non-string panic payload>"
     }
 }
+
+/// The error a [`ThreadFactory`] that panicked in [`new_thread`](ThreadFactory::new_thread)
+/// is turned into, inside the `io::Error` of
+/// [`RejectReason::ThreadStartFailed`](crate::executors::RejectReason::ThreadStartFailed): it
+/// keeps the panic's message. (The payload itself is dropped where the panic was caught,
+/// since it need not be `Sync`; the message is what a log or a caller can use.)
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::executors::{PulsarExecutors, RejectReason, ThreadFactory, ThreadFactoryPanicked};
+///
+/// struct Broken;
+/// impl ThreadFactory for Broken {
+///     fn new_thread(
+///         &self,
+///         _body: Box<dyn FnOnce() + Send + 'static>,
+///     ) -> std::io::Result<std::thread::JoinHandle<()>> {
+///         panic!("no threads today")
+///     }
+/// }
+///
+/// let executor = PulsarExecutors::new_single_thread_executor_with(Broken);
+/// let rejected = executor.execute(|| ()).unwrap_err();
+/// let RejectReason::ThreadStartFailed(error) = rejected.reason() else { unreachable!() };
+/// let panicked = error.get_ref().unwrap().downcast_ref::<ThreadFactoryPanicked>().unwrap();
+/// assert_eq!(panicked.message(), "no threads today");
+/// executor.shutdown();
+/// assert!(executor.is_terminated());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadFactoryPanicked {
+    message: String,
+}
+
+impl ThreadFactoryPanicked {
+    /// Reads the message out of a caught panic's payload.
+    #[cfg_attr(loom, allow(dead_code))] // under loom no thread is ever started
+    pub(crate) fn from_payload(payload: &(dyn Any + Send)) -> Self {
+        Self {
+            message: panic_message(payload).to_owned(),
+        }
+    }
+
+    /// The panic's message (`"<non-string panic payload>"` when it was not a string).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ThreadFactoryPanicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the thread factory panicked: {}", self.message)
+    }
+}
+
+impl std::error::Error for ThreadFactoryPanicked {}
 
 /// Process-wide pool counter (Netty's `DefaultThreadFactory.poolId`).
 static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);

@@ -7,9 +7,13 @@ use crate::executors::executor_core::{WorkerState, RUNNING, TERMINATED};
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::thread_factory::ThreadFactory;
+#[cfg(not(loom))]
+use crate::executors::thread_factory::ThreadFactoryPanicked;
 use crate::sync::{spin_until, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use std::any::Any;
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::OnceLock;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
@@ -23,7 +27,35 @@ const SPIN_SLICE: Duration = Duration::from_micros(5);
 /// How many `yield_now` calls follow the spin before the worker parks.
 const YIELDS_BEFORE_PARK: u32 = 4;
 
+/// Executor ids start at 1: 0 in [`CURRENT_EXECUTOR`] means "not a worker thread".
 static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
+
+std::thread_local! {
+    /// The id of the executor whose worker loop this thread is running, or 0. Set by
+    /// [`WorkerLifecycle::enter_worker`] for the duration of the loop (a factory's thread may
+    /// outlive the loop and do other things). Read only on blocking paths (a handle's `join`
+    /// whose result is not ready), to refuse a wait that could never end: never per task.
+    static CURRENT_EXECUTOR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many nested payloads [`drop_panic_payload`] drops before it gives up and leaks one.
+const NESTED_PAYLOAD_DROPS: usize = 8;
+
+/// Drops a caught panic's payload inside a panic guard of its own: a payload whose `Drop`
+/// panics must not unwind out of the boundary that caught it. The payload of that second
+/// panic is dropped the same way, and so on; only a chain longer than
+/// [`NESTED_PAYLOAD_DROPS`] (a payload whose every drop panics anew) is cut by leaking the
+/// last payload, since dropping it could panic forever.
+pub(crate) fn drop_panic_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..NESTED_PAYLOAD_DROPS {
+        match panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(nested) => payload = nested,
+        }
+    }
+    std::mem::forget(payload);
+}
 
 /// The lifecycle half of an executor core.
 pub(crate) struct WorkerLifecycle {
@@ -40,6 +72,23 @@ pub(crate) struct WorkerLifecycle {
     thread_name: OnceLock<String>,
     /// The worker thread's id, once it runs: `await_termination` on it returns at once.
     worker_thread: OnceLock<ThreadId>,
+    /// Set by the first thread that enters the worker loop. A thread factory that starts a
+    /// thread and then fails or panics leaves a body running that the core counted as not
+    /// started, and a later start runs another: whichever enters second returns at once, so
+    /// the single-worker contract of `TaskBatch::claim` holds whatever the factory does.
+    worker_claimed: AtomicBool,
+}
+
+/// Marks the current thread as an executor's worker until dropped (see [`CURRENT_EXECUTOR`]).
+pub(crate) struct WorkerGuard {
+    previous: u64,
+}
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        let previous = self.previous;
+        let _ = CURRENT_EXECUTOR.try_with(|current| current.set(previous));
+    }
 }
 
 /// What the lazy-start protocol needs of a core's lock-protected state.
@@ -64,7 +113,20 @@ impl WorkerLifecycle {
             id: NEXT_EXECUTOR_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             thread_name: OnceLock::new(),
             worker_thread: OnceLock::new(),
+            worker_claimed: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the calling thread is running this executor's worker loop: a blocking wait for
+    /// a result this executor has yet to produce would then never end. One thread-local read;
+    /// call it only on a blocking path.
+    pub(crate) fn is_current_worker(&self) -> bool {
+        is_worker_of(self.id)
+    }
+
+    /// This executor's process-unique id (what [`is_worker_of`] compares).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// A name for logs: the worker thread's name once it exists.
@@ -129,9 +191,24 @@ impl WorkerLifecycle {
     }
 
     /// Starts the worker thread with the thread factory (user code: call it without locks).
+    ///
+    /// A factory that panics is a failed start like one that returns `Err`: the panic is
+    /// caught here and becomes an `io::Error` wrapping [`ThreadFactoryPanicked`] (its message;
+    /// the payload is dropped inside a guard). So every path that starts a thread — the lazy
+    /// start, the restart at `shutdown` — sees an ordinary error and puts the worker slot back
+    /// to `NotStarted`, and no unwind can leave it `Starting`.
     #[cfg(not(loom))]
     pub(crate) fn spawn(&self, body: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
-        let handle = self.factory.new_thread(body)?;
+        let factory = &*self.factory;
+        let started = panic::catch_unwind(AssertUnwindSafe(move || factory.new_thread(body)));
+        let handle = match started {
+            Ok(started) => started?,
+            Err(payload) => {
+                let error = ThreadFactoryPanicked::from_payload(payload.as_ref());
+                drop_panic_payload(payload);
+                return Err(std::io::Error::other(error));
+            }
+        };
         if let Some(name) = handle.thread().name() {
             let _ = self.thread_name.set(name.to_owned());
         }
@@ -144,9 +221,24 @@ impl WorkerLifecycle {
         Err(std::io::Error::other("no thread factory under loom"))
     }
 
-    /// Called first thing on the worker thread.
-    pub(crate) fn enter_worker(&self) {
+    /// Called first thing on the worker thread. `None` if another thread already entered the
+    /// worker loop (a factory that started a thread and then reported failure): the caller
+    /// returns at once. Otherwise the guard marks this thread as the executor's worker until
+    /// the loop ends.
+    #[must_use]
+    pub(crate) fn enter_worker(&self) -> Option<WorkerGuard> {
+        if self
+            .worker_claimed
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            tracing::error!(executor = %self.name(), "a second worker thread was started (the thread factory started a thread but reported failure); it exits at once");
+            return None;
+        }
         let _ = self.worker_thread.set(thread::current().id());
+        let previous = CURRENT_EXECUTOR
+            .try_with(|current| current.replace(self.id))
+            .unwrap_or(0);
+        Some(WorkerGuard { previous })
     }
 
     /// Runs a task at the one panic boundary: a panic goes to the factory's hook.
@@ -157,11 +249,16 @@ impl WorkerLifecycle {
         }
     }
 
-    /// Hands a caught panic to the thread factory's hook (which must not panic; if it does,
-    /// its payload is dropped here).
-    pub(crate) fn report_panic(&self, payload: Box<dyn std::any::Any + Send>) {
+    /// Hands a caught panic to the thread factory's hook. The hook should not panic; if it
+    /// does, its panic is caught and its payload dropped inside a guard too
+    /// ([`drop_panic_payload`]), so nothing the hook does can unwind into the worker loop.
+    pub(crate) fn report_panic(&self, payload: Box<dyn Any + Send>) {
         let factory = &*self.factory;
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| factory.on_task_panic(payload)));
+        if let Err(hook_panic) =
+            panic::catch_unwind(AssertUnwindSafe(move || factory.on_task_panic(payload)))
+        {
+            drop_panic_payload(hook_panic);
+        }
     }
 
     /// The lazy start, for both cores. Called holding `queue` (the guard of `lock`) with the run
@@ -205,6 +302,24 @@ impl WorkerLifecycle {
         }
     }
 
+    /// Drops tasks an executor still holds when it is dropped (no worker ever ran them), each
+    /// at the panic boundary: a closure whose captures panic in `Drop` is reported to the
+    /// factory's hook like a task that panicked, and every other task is still dropped, once.
+    pub(crate) fn drop_stranded(&self, tasks: impl Iterator<Item = RawTask>) {
+        for task in tasks {
+            self.guarded(move || drop(task));
+        }
+    }
+
+    /// Runs `f` (which runs or drops user code outside the worker loop: a closure dropped at
+    /// shutdown or by `Drop`) at the panic boundary: a panic goes to the factory's hook, so a
+    /// shutdown finishes every step and a `Drop` never unwinds.
+    pub(crate) fn guarded(&self, f: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
+            self.report_panic(payload);
+        }
+    }
+
     /// A short bounded spin, then a few yields, watching `work_hint`; an idle executor then
     /// parks and costs no CPU.
     pub(crate) fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
@@ -225,4 +340,11 @@ impl WorkerLifecycle {
             thread::yield_now();
         }
     }
+}
+
+/// Whether the calling thread is running the worker loop of the executor with id `id`.
+pub(crate) fn is_worker_of(id: u64) -> bool {
+    CURRENT_EXECUTOR
+        .try_with(|current| current.get() == id)
+        .unwrap_or(false)
 }

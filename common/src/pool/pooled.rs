@@ -1,6 +1,7 @@
 //! `Pooled<T>`: an object on loan from a `Recycler`, given back when the guard is dropped.
 
 use crate::pool::return_queue::Refused;
+use crate::pool::shared::Shared;
 use crate::pool::thread_pool::{LocalPool, Origin};
 use crate::pool::thread_slots;
 use std::fmt;
@@ -39,16 +40,35 @@ use std::thread;
 pub struct Pooled<T: Send + 'static> {
     /// `Some` until the guard is consumed (`recycle`, `detach`, `Drop`).
     value: Option<T>,
-    /// The pool it goes back to; `None` for an object made without a pool (the thread's
-    /// table was being destroyed), which is simply dropped.
-    origin: Option<Arc<Origin<T>>>,
+    /// Where the object goes when the guard is consumed; `None` once it has gone.
+    home: Option<Home<T>>,
+}
+
+/// Where a lent object goes back to. Either way its return is counted exactly once
+/// (`recycled`, `dropped` or `detached`), which keeps the identity of
+/// [`RecyclerStats`](super::RecyclerStats) true for every object handed out.
+pub(crate) enum Home<T> {
+    /// The pool that lent it.
+    Pool(Arc<Origin<T>>),
+    /// None: it was made while its thread was exiting (the thread's pools were gone) or from
+    /// inside the thread's pool table. It is dropped when given back, counted as `dropped`.
+    Unpooled(Arc<Shared<T>>),
+}
+
+impl<T> Home<T> {
+    fn shared(&self) -> &Shared<T> {
+        match self {
+            Home::Pool(origin) => &origin.shared,
+            Home::Unpooled(shared) => shared,
+        }
+    }
 }
 
 impl<T: Send + 'static> Pooled<T> {
-    pub(crate) fn new(value: T, origin: Option<Arc<Origin<T>>>) -> Self {
+    pub(crate) fn new(value: T, home: Home<T>) -> Self {
         Self {
             value: Some(value),
-            origin,
+            home: Some(home),
         }
     }
 
@@ -70,8 +90,8 @@ impl<T: Send + 'static> Pooled<T> {
     /// assert_eq!(recycler.stats().detached, 1);
     /// ```
     pub fn detach(mut self) -> T {
-        if let Some(origin) = self.origin.take() {
-            origin.shared.count_detached();
+        if let Some(home) = self.home.take() {
+            home.shared().count_detached();
         }
         self.value
             .take()
@@ -81,7 +101,7 @@ impl<T: Send + 'static> Pooled<T> {
     /// Whether the object will go back to a pool (`false` only for objects made while the
     /// calling thread was exiting).
     pub fn is_pooled(&self) -> bool {
-        self.origin.is_some()
+        matches!(self.home, Some(Home::Pool(_)))
     }
 }
 
@@ -133,8 +153,12 @@ impl<T: Send + 'static> Drop for Pooled<T> {
         let Some(value) = self.value.take() else {
             return;
         };
-        match self.origin.take() {
-            Some(origin) => give_back(value, origin),
+        match self.home.take() {
+            Some(Home::Pool(origin)) => give_back(value, origin),
+            Some(Home::Unpooled(shared)) => {
+                shared.count_orphan_drop();
+                drop(value);
+            }
             None => drop(value),
         }
     }
@@ -176,7 +200,7 @@ impl<T: Send + fmt::Debug + 'static> fmt::Debug for Pooled<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pooled")
             .field("value", &self.value)
-            .field("pooled", &self.origin.is_some())
+            .field("pooled", &self.is_pooled())
             .finish()
     }
 }

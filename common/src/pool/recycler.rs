@@ -1,6 +1,6 @@
 //! `Recycler<T>`: per-thread object pools with bounded cross-thread return.
 
-use crate::pool::pooled::Pooled;
+use crate::pool::pooled::{Home, Pooled};
 use crate::pool::shared::{Factory, Measure, ResetHook, Shared};
 use crate::pool::stats::{RecyclerStats, ThreadPoolStats};
 use crate::pool::thread_pool::LocalPool;
@@ -97,7 +97,11 @@ impl<T: Send + 'static> Recycler<T> {
     /// An object from the calling thread's pool, or a new one from the factory.
     ///
     /// The factory runs outside every internal lock; if it panics, the panic reaches the
-    /// caller (the miss is still counted).
+    /// caller and nothing is counted (no object was handed out).
+    ///
+    /// Called while the thread is exiting (from a thread-local destructor, after the thread's
+    /// pools are gone), it hands out an object with no pool: counted as a miss, and counted
+    /// as `dropped` when it is given back, so the identity of [`RecyclerStats`] still holds.
     #[inline]
     pub fn get(&self) -> Pooled<T> {
         let shared = &self.handle.shared;
@@ -106,12 +110,18 @@ impl<T: Send + 'static> Recycler<T> {
             local.take().ok_or_else(|| Arc::clone(local.origin()))
         });
         match taken {
-            Some(Ok((value, origin))) => Pooled::new(value, Some(origin)),
-            Some(Err(origin)) => Pooled::new(shared.create(), Some(origin)),
+            Some(Ok((value, origin))) => Pooled::new(value, Home::Pool(origin)),
+            Some(Err(origin)) => {
+                let value = shared.create();
+                origin.count_miss(); // on the owner thread: `origin` is this thread's pool
+                Pooled::new(value, Home::Pool(origin))
+            }
             None => {
-                // The thread is exiting (its table is gone): hand out an object with no pool.
+                // The thread is exiting (its table is gone) or the table is busy (a `get`
+                // from a destructor the table runs): hand out an object with no pool.
+                let value = shared.create();
                 shared.count_unpooled_miss();
-                Pooled::new(shared.create(), None)
+                Pooled::new(value, Home::Unpooled(Arc::clone(shared)))
             }
         }
     }

@@ -144,7 +144,8 @@ impl<T> ReturnQueue<T> {
             state.refused_full += 1;
             return Err((value, Refused::Full));
         }
-        state.items.push((value, bytes));
+        // Within the cap (just reserved), so its storage never grows past the cap either.
+        crate::pool::thread_pool::push_within(&mut state.items, (value, bytes), self.max_objects);
         state.accepted += 1;
         self.queued.store(state.items.len(), Ordering::Release);
         Ok(())

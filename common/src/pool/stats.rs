@@ -71,7 +71,8 @@ pub struct ThreadPoolStats {
     pub capacity: usize,
     /// The byte cap (`max_retained_bytes_per_thread`).
     pub byte_capacity: usize,
-    /// Slots allocated for the free list (it grows as needed, up to `capacity`).
+    /// Slots allocated for the free list: it grows as needed, doubling, but never past
+    /// `capacity` (a cap of 300 objects allocates at most 300 slots).
     pub free_list_slots: usize,
     /// `get`s on this thread served from the pool.
     pub hits: u64,

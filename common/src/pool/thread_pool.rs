@@ -40,6 +40,12 @@ impl<T> Origin<T> {
         )
     }
 
+    /// Counts an object the factory made for this pool's owner. Owner thread only (the
+    /// counter has one writer).
+    pub(crate) fn count_miss(&self) {
+        bump(&self.misses);
+    }
+
     /// The counters of this pool, remote ones read under the queue's lock.
     pub(crate) fn totals(&self) -> Totals {
         let remote = self.queue.counts();
@@ -51,6 +57,23 @@ impl<T> Origin<T> {
             released: 0,
         }
     }
+}
+
+/// Pushes onto a list that never holds more than `cap` items (the pool's reservations
+/// guarantee it), growing its storage the way `Vec` does (doubling, from 4) but never past
+/// `cap` slots: a cap of 300 costs at most 300 slots, not the 512 plain doubling reaches.
+/// Growth is the slow path; a push into spare room is one `Vec::push`.
+#[inline]
+pub(crate) fn push_within<V>(list: &mut Vec<V>, item: V, cap: usize) {
+    if list.len() == list.capacity() {
+        let target = (list.capacity() * 2).max(4).min(cap).max(list.len() + 1);
+        list.reserve_exact(target - list.len());
+    }
+    debug_assert!(
+        list.len() < cap,
+        "the reservations keep a pool within its cap"
+    );
+    list.push(item);
 }
 
 /// A free object: the value, its measured bytes, and its pool. Each object keeps its
@@ -96,15 +119,17 @@ impl<T> LocalPool<T> {
     }
 
     /// Takes a free object and its pool handle (after moving in what other threads returned,
-    /// if the free list is empty), counting a hit; `None` counts a miss and the caller calls
-    /// the factory.
+    /// if the free list is empty), counting a hit; on `None` the caller calls the factory and,
+    /// once it has returned an object, counts the miss ([`Origin::count_miss`]): a factory
+    /// that panics hands out nothing, so it counts nothing.
     #[inline]
     pub(crate) fn take(&mut self) -> Option<(T, Arc<Origin<T>>)> {
         if self.free.is_empty() {
             let (free, origin) = (&mut self.free, &self.origin);
-            origin
-                .queue
-                .drain_with(|value, bytes| free.push((value, bytes, Arc::clone(origin))));
+            let cap = origin.queue.max_objects();
+            origin.queue.drain_with(|value, bytes| {
+                push_within(free, (value, bytes, Arc::clone(origin)), cap);
+            });
         }
         match self.free.pop() {
             Some((value, bytes, origin)) => {
@@ -116,10 +141,7 @@ impl<T> LocalPool<T> {
                 bump(&self.origin.hits);
                 Some((value, origin))
             }
-            None => {
-                bump(&self.origin.misses);
-                None
-            }
+            None => None,
         }
     }
 
@@ -155,7 +177,8 @@ impl<T> LocalPool<T> {
         };
         self.publish_credit();
         if accepted {
-            self.free.push((value, bytes, origin));
+            let cap = self.origin.queue.max_objects();
+            push_within(&mut self.free, (value, bytes, origin), cap);
             bump(&self.origin.recycled_local);
             Ok(())
         } else {

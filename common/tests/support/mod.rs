@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 pub use pulsar_testkit::{
     block_worker_with, capture_warnings, thread_count, wait_for_thread_count_at_most, DropCounter,
-    Latch, LONG,
+    Latch, PanickingToken, LONG,
 };
 
 use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
@@ -88,6 +88,120 @@ impl ThreadFactory for NoThreads {
         _body: Box<dyn FnOnce() + Send + 'static>,
     ) -> std::io::Result<JoinHandle<()>> {
         Err(std::io::Error::other("thread limit reached"))
+    }
+}
+
+/// What one call of a [`ScriptedFactory`]'s `new_thread` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Starts the thread.
+    Work,
+    /// Panics without starting one.
+    Panic,
+    /// Opens `entered`, waits for `gate` to open, then panics: lets a test act while a thread
+    /// start is in progress (another producer queues a task then).
+    PanicAfterGate,
+}
+
+/// A thread factory that follows a script, one [`Start`] per `new_thread` call (the last one
+/// repeats), and counts the task panics it hears about; its `on_task_panic` hook can itself
+/// panic (with a [`PanickingToken`] payload, whose drop panics too).
+pub struct ScriptedFactory {
+    inner: NamedThreadFactory,
+    script: Vec<Start>,
+    calls: AtomicUsize,
+    task_panics: AtomicUsize,
+    /// Opened by a `PanicAfterGate` step when it is entered.
+    pub entered: Arc<Latch>,
+    /// What a `PanicAfterGate` step waits for.
+    pub gate: Arc<Latch>,
+    /// When set, the hook panics with a token of this counter as payload.
+    hook_panics_with: Option<DropCounter>,
+    finished: Arc<(Mutex<usize>, Condvar)>,
+}
+
+/// The message a [`ScriptedFactory`] panics with.
+pub const FACTORY_PANIC: &str = "scripted factory panics";
+
+impl ScriptedFactory {
+    pub fn new(script: &[Start]) -> Arc<Self> {
+        Self::build(script, None)
+    }
+
+    /// A factory whose threads always start and whose panic hook panics with a token of
+    /// `payload_drops` (a payload whose own drop panics).
+    pub fn with_panicking_hook(payload_drops: &DropCounter) -> Arc<Self> {
+        Self::build(&[Start::Work], Some(payload_drops.clone()))
+    }
+
+    fn build(script: &[Start], hook_panics_with: Option<DropCounter>) -> Arc<Self> {
+        assert!(!script.is_empty());
+        Arc::new(Self {
+            inner: NamedThreadFactory::new("scripted"),
+            script: script.to_vec(),
+            calls: AtomicUsize::new(0),
+            task_panics: AtomicUsize::new(0),
+            entered: Latch::new(1),
+            gate: Latch::new(1),
+            hook_panics_with,
+            finished: Arc::new((Mutex::new(0), Condvar::new())),
+        })
+    }
+
+    /// `new_thread` calls so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// `on_task_panic` calls so far.
+    pub fn task_panics(&self) -> usize {
+        self.task_panics.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` worker bodies started by this factory have returned.
+    pub fn wait_finished(&self, n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let (count, cv) = &*self.finished;
+        let mut finished = count.lock().unwrap();
+        while *finished < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "only {} of {n} workers exited", *finished);
+            finished = cv.wait_timeout(finished, left).unwrap().0;
+        }
+    }
+}
+
+impl ThreadFactory for ScriptedFactory {
+    fn new_thread(
+        &self,
+        body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> std::io::Result<JoinHandle<()>> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        match self.script[call.min(self.script.len() - 1)] {
+            Start::Work => {
+                let finished = Arc::clone(&self.finished);
+                self.inner.new_thread(Box::new(move || {
+                    body();
+                    let (count, cv) = &*finished;
+                    *count.lock().unwrap() += 1;
+                    cv.notify_all();
+                }))
+            }
+            Start::Panic => panic!("{FACTORY_PANIC}"),
+            Start::PanicAfterGate => {
+                self.entered.count_down();
+                self.gate.wait(LONG);
+                panic!("{FACTORY_PANIC}")
+            }
+        }
+    }
+
+    fn on_task_panic(&self, payload: Box<dyn Any + Send>) {
+        self.task_panics.fetch_add(1, Ordering::SeqCst);
+        drop(payload);
+        if let Some(counter) = &self.hook_panics_with {
+            std::panic::panic_any(counter.panicking_token());
+        }
     }
 }
 

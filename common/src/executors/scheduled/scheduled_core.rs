@@ -156,6 +156,12 @@ impl ScheduledCore {
         self.lifecycle.name()
     }
 
+    /// Whether the calling thread is this executor's worker (for blocking paths only: a
+    /// handle's `join` refuses to wait there).
+    pub(crate) fn is_current_worker(&self) -> bool {
+        self.lifecycle.is_current_worker()
+    }
+
     pub(crate) fn run_state(&self) -> u8 {
         self.lifecycle.run_state()
     }
@@ -308,7 +314,9 @@ impl ScheduledCore {
             this.work_available.notify_one();
         }
         for entry in periodic {
-            entry.finish_cancel();
+            // Drops the closure: user code, guarded so one panicking capture neither leaves
+            // the other handles waiting nor unwinds out of a `Drop` that called this.
+            this.lifecycle.guarded(|| entry.finish_cancel());
         }
         if restart {
             let started = Self::spawn_worker(this);
@@ -364,7 +372,7 @@ impl ScheduledCore {
             this.work_available.notify_one();
         }
         for entry in periodic {
-            entry.finish_cancel();
+            this.lifecycle.guarded(|| entry.finish_cancel());
         }
         taken.into_iter().map(Task::from_raw).collect()
     }
@@ -410,7 +418,9 @@ impl ScheduledCore {
 
     /// The worker thread's body.
     pub(crate) fn run_worker(this: &Arc<Self>) {
-        this.lifecycle.enter_worker();
+        let Some(_worker) = this.lifecycle.enter_worker() else {
+            return; // another thread runs this executor's worker loop
+        };
         // Signals termination however the loop ends.
         struct Terminator<'a>(&'a ScheduledCore);
         impl Drop for Terminator<'_> {
@@ -646,18 +656,23 @@ impl Drop for ScheduledCore {
         // timers are unreachable in a correct run (the worker exits only once the heap is
         // empty, and `shutdown_now` empties it), but a handle must never wait forever: cancel
         // them.
+        // Every closure is dropped at the panic boundary, so a capture that panics in `Drop`
+        // neither escapes this `Drop` nor skips what follows it.
+        let mut unclaimed = Vec::new();
         let (mut stranded, timers) = {
             let mut queue = self.queue.lock();
+            // SAFETY: the queue lock is held (and `&mut self`: no worker runs).
+            unsafe { self.batch.steal_unclaimed(&mut unclaimed) };
             let stranded = std::mem::replace(&mut queue.ring, Ring::empty());
             (stranded, queue.timers.drain_in_order())
         };
-        while let Some(slot) = stranded.pop_front() {
-            drop(ManuallyDrop::into_inner(slot));
-        }
+        let queued = std::iter::from_fn(|| stranded.pop_front().map(ManuallyDrop::into_inner));
+        self.lifecycle
+            .drop_stranded(unclaimed.into_iter().chain(queued));
         let mut leftovers: Vec<_> = self.due.lock().drain(..).collect();
         leftovers.extend(timers);
         for entry in leftovers {
-            cancel_detached(&*entry);
+            self.lifecycle.guarded(|| cancel_detached(&*entry));
         }
     }
 }

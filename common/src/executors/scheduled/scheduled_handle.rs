@@ -77,21 +77,41 @@ impl<R: Send + 'static> ScheduledHandle<R> {
     /// # Errors
     ///
     /// [`TaskError::Panicked`] with the payload if the task (or a periodic run) panicked;
-    /// [`TaskError::Cancelled`] if it was cancelled.
+    /// [`TaskError::Cancelled`] if it was cancelled; [`TaskError::WouldDeadlock`] at once,
+    /// without waiting, if the outcome is not there yet and the caller is this executor's own
+    /// worker thread (which is the one that would have to produce it).
     pub fn join(self) -> Result<R, TaskError> {
+        if let Some(refused) = self.refuse_self_join() {
+            return refused;
+        }
         self.entry
             .wait_outcome(None)
             .expect("waiting without a deadline ends with an outcome")
     }
 
     /// Waits at most `timeout`. On timeout the handle is handed back (`Err(self)`) so the
-    /// caller can wait again or cancel.
+    /// caller can wait again or cancel. On the executor's own worker thread, with no outcome
+    /// yet, it returns `Ok(Err(TaskError::WouldDeadlock))` at once (see [`join`](Self::join)).
     pub fn join_timeout(self, timeout: Duration) -> Result<Result<R, TaskError>, Self> {
+        if let Some(refused) = self.refuse_self_join() {
+            return Ok(refused);
+        }
         let deadline = Instant::now().checked_add(timeout);
         match self.entry.wait_outcome(deadline) {
             Some(outcome) => Ok(outcome),
             None => Err(self),
         }
+    }
+
+    /// On this executor's worker thread: the outcome if it is already there, else
+    /// `WouldDeadlock`. `None` elsewhere (the caller may wait). Only blocking calls ask.
+    fn refuse_self_join(&self) -> Option<Result<R, TaskError>> {
+        if !self.core.is_current_worker() {
+            return None;
+        }
+        // A deadline already passed: takes an outcome that is there, never waits.
+        let ready = self.entry.wait_outcome(Some(Instant::now()));
+        Some(ready.unwrap_or(Err(TaskError::WouldDeadlock)))
     }
 }
 
