@@ -11,7 +11,8 @@
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`) and on `pulsar-client`'s
 //!    consumer dispatch (library models), in `target/loom`
 //! 5. Miri (Stacked Borrows, its default) over the tests that execute `unsafe` code, on the
-//!    nightly toolchain (`cargo +nightly miri test`), in `target/miri`; the `miri` and
+//!    nightly toolchain (`cargo +nightly miri test`), in `target/miri`, in the background
+//!    beside steps 4 and 6 (each of the three keeps about one core busy); the `miri` and
 //!    `rust-src` components are installed when missing ([`crate::setup`])
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
 //!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
@@ -79,6 +80,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         outcome?;
     }
 
+    // Miri interprets one thread at a time and valgrind serialises threads: each keeps about
+    // one core busy, so Miri runs in the background beside the loom and valgrind steps, its
+    // output kept in a log that is printed when it ends.
+    let miri_run = miri.then(|| std::thread::spawn(miri_tests));
+
     if loom {
         let mut models = cargo();
         models
@@ -105,13 +111,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         step("loom models (pulsar-client consumer)", &mut client_models)?;
     }
 
-    if miri {
-        miri_tests()?;
+    let native_checks = if valgrind {
+        valgrind_memcheck()
+    } else {
+        Ok(())
+    };
+    if let Some(miri_run) = miri_run {
+        miri_run
+            .join()
+            .map_err(|_| anyhow::anyhow!("the Miri step panicked"))??;
     }
-
-    if valgrind {
-        valgrind_memcheck()?;
-    }
+    native_checks?;
 
     println!(
         "xtask test: all steps passed in {:.0} s",
@@ -125,16 +135,50 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 /// Under Miri a test sees `cfg(miri)` and runs smaller counts where its full size would take
 /// minutes; tests that need the real machine (thread counts read from `/proc`, timing bounds)
 /// are skipped here by name and run natively and under valgrind.
-const MIRI_RUNS: &[(&str, &[&str])] = &[("pulsar-common", &["--lib", "raw_task"])];
+const MIRI_RUNS: &[(&str, &[&str])] = &[
+    // Task slots, batches and the ring (unit tests), then both executors' suites (the
+    // workers' claim protocol, shutdown_now's hand-back, panics and drops in every place),
+    // groups, and the recycler's cross-thread returns.
+    (
+        "pulsar-common",
+        &[
+            "--lib",
+            "--test",
+            "executor_soundness",
+            "--test",
+            "execute_all",
+            "--test",
+            "single_thread_executor",
+            "--test",
+            "scheduled_executor",
+            "--test",
+            "executor_group",
+            "--test",
+            "pool_byte_buffer_list",
+        ],
+    ),
+];
 
-/// Runs [`MIRI_RUNS`] under Miri with Stacked Borrows (Miri's default model).
+/// Runs [`MIRI_RUNS`] under Miri with Stacked Borrows (Miri's default model), each run's
+/// output into `target/miri/xtask-miri-<n>.log`, echoed when the run ends.
 fn miri_tests() -> Result<()> {
-    for (package, run) in MIRI_RUNS {
+    let logs = workspace_root().join("target/miri");
+    std::fs::create_dir_all(&logs).context("creating target/miri")?;
+    for (n, (package, run)) in MIRI_RUNS.iter().enumerate() {
+        let name = format!("miri -p {package} {}", run.join(" "));
+        let log_path = logs.join(format!("xtask-miri-{n}.log"));
+        let log = std::fs::File::create(&log_path)
+            .with_context(|| format!("creating {}", log_path.display()))?;
         let mut miri = crate::setup::miri_cargo();
         miri.args(["miri", "test", "-p", package])
             .args(*run)
-            .env("CARGO_TARGET_DIR", workspace_root().join("target/miri"));
-        step(&format!("miri -p {package} {}", run.join(" ")), &mut miri)?;
+            .env("CARGO_TARGET_DIR", &logs)
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let outcome = step(&name, &mut miri);
+        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        println!("==> xtask test: output of `{name}`:\n{output}");
+        outcome?;
     }
     Ok(())
 }
