@@ -4,8 +4,8 @@
 use crate::collections::ring::{round_up_to_power_of_two, MIN_TRIM_CAPACITY};
 use crate::collections::slots::Slots;
 use crate::sync::{
-    spin_until, AtomicBool, AtomicUsize, CachePadded, Condvar, Mutex, MutexGuard, Ordering,
-    UnsafeCell, SPIN_ENABLED,
+    fence, AtomicBool, AtomicUsize, CachePadded, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell,
+    SPIN_ENABLED,
 };
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -16,13 +16,11 @@ const SPIN: bool = SPIN_ENABLED && !cfg!(miri);
 /// The longest spin before parking: about what parking and being woken costs, so that a spin
 /// that fails at most doubles the wait it tried to avoid.
 const SPIN_MAX_NS: usize = 20_000;
-/// The shortest spin, kept so that a collapsed budget can find out that spinning wins again.
+/// The shortest spin; a spin this short that fails turns spinning off.
 const SPIN_MIN_NS: usize = 1_000;
-
-/// [`GrowableArrayBlockingQueue::state`]: set while at least one taker is parked.
-const PARKED: usize = 1;
-/// [`GrowableArrayBlockingQueue::state`]: one item (the length lives above the `PARKED` bit).
-const ONE: usize = 2;
+/// While spinning is off, every this many empty takes probe with a shortest spin, so that
+/// spinning comes back when it would win again.
+const SPIN_PROBE_EVERY: usize = 16;
 
 /// An unbounded, multi-producer multi-consumer FIFO blocking queue on one power-of-two ring
 /// buffer — the Rust counterpart of Pulsar's `GrowableArrayBlockingQueue`.
@@ -43,37 +41,42 @@ const ONE: usize = 2;
 ///
 /// As in Pulsar, producers and consumers take different locks: `put` holds the tail lock,
 /// `poll`/`take`/`drain_to` the head lock, so a producer and a consumer never wait for each
-/// other. They meet in one atomic word, `state`: the item count (shifted left by one) and a
-/// `PARKED` bit. A producer writes its slot, then adds one item to `state`; a consumer sees the
-/// count, reads the slot, then subtracts one. Growth and trim move the items to a new array and
-/// need both locks (always tail first, then head), so nobody is reading or writing a slot then.
+/// other. Each side publishes one counter on its own cache line: the tail count (items ever
+/// put) and the head count (items ever taken); an item's slot is its count modulo the
+/// capacity. A producer writes its slot, then stores the tail count; a consumer reads the
+/// slot, then stores the head count. Each side keeps the other's count as last seen and reads
+/// it again only when that copy says the ring is full (producers) or empty (consumers), so a
+/// queue with items in it costs no cache-line transfer per item between the sides. Growth and
+/// trim move the items to a new array (each to its count modulo the new capacity, so the
+/// counts never change) and need both locks (always tail first, then head), so nobody is
+/// reading or writing a slot then.
 ///
-/// Each side keeps a lower bound of what it may use without looking at `state`: the producers
-/// the free slots (`Tail::free`), the consumers the published items (`Head::ready`); each is
-/// refreshed from the value the side's own read-modify-write returns, or by a load once it runs
-/// out, so a side touches the shared word once per item.
-///
-/// A taker that finds the queue empty first spins on `state` for a bounded, adaptive time
-/// (parking and being woken costs tens of microseconds, a ping-pong round trip far less): the
-/// budget doubles when a spin finds an item and halves when it does not, between
-/// `SPIN_MIN_NS` and `SPIN_MAX_NS`; a parked taker that was notified soon after it parked
-/// raises the budget, so a collapsed budget recovers. The spin never yields its core (a yield
-/// to a busy thread costs a whole time slice) and never runs while the queue is idle: an idle
-/// taker is parked. Then it parks: under the head lock it counts itself in `Head::parked`
-/// and sets `PARKED` with one read-modify-write that also returns the count, so either the
-/// taker sees an item that arrived, or the producer's own read-modify-write sees `PARKED` and
-/// notifies (taking the head lock, so the notification cannot slip in before the taker waits).
-/// Producers make no wake-up call while no taker is parked.
+/// A taker that finds the queue empty first spins for a bounded, adaptive time (parking and
+/// being woken costs tens of microseconds, a ping-pong round trip far less), polling the
+/// counts with exponential back-off between polls. The budget doubles when a spin finds an
+/// item and halves when it does not; below `SPIN_MIN_NS` spinning stops, except for one short
+/// probe every `SPIN_PROBE_EVERY` empty takes, so that a spin that cannot win (the producer is
+/// not running: the machine is oversubscribed) stops costing, and spinning comes back when it
+/// wins again. The spin never yields its core (a yield to a busy thread costs a whole time
+/// slice) and an idle taker is parked, not spinning. To park, a taker counts itself in
+/// `Head::parked` and sets `parked` under the head lock, then re-reads the tail count;
+/// producers notify (under the head lock, so the notification cannot slip in before the taker
+/// waits) only when they see `parked` set, so they make no wake-up call while takers keep up;
+/// and `parked` is cleared once every parked taker has a notification on its way, so a burst of
+/// puts into a queue whose taker is waking up sends one notification, not one per item.
 ///
 /// ## Memory ordering
 ///
-/// Every change of `state` after construction is a read-modify-write with `AcqRel`, so the
-/// changes form one total order that also carries happens-before: a consumer that reads a
-/// count including an item (by `Acquire` load or read-modify-write) sees the producer's write
-/// of its slot, and a producer that reads a count excluding a taken item sees the consumer's
-/// read of its slot done before it writes the slot again. `terminated` is stored (`Release`)
-/// under the tail lock after every accepted `put`, so a taker that loads it (`Acquire`) and
-/// then loads `state` sees every item that will ever be queued.
+/// The tail count is stored with `Release` after the slot write and loaded with `Acquire`
+/// before the slot read, and the head count likewise in the other direction, so a slot's
+/// write happens before its read and its read before its next write; among producers (or
+/// among consumers) the lock orders the rest. The lost wake-up is excluded by a `SeqCst` fence
+/// on each side, between a producer's store of the tail count and its load of `parked`, and
+/// between a taker's store of `parked` and its load of the tail count: at least one of the two
+/// loads sees the other side's store. `terminated` is stored (`Release`) under the tail lock
+/// after every accepted `put`, so a taker that loads it (`Acquire`) and then the tail count
+/// sees every item that will ever be queued. The counts only grow (wrapping), and the head count
+/// is loaded before the tail count, so `len` never sees more taken than put.
 ///
 /// # Examples
 ///
@@ -101,18 +104,15 @@ const ONE: usize = 2;
 /// assert_eq!(queue.put(1), Err(1)); // handed back after terminate
 /// ```
 pub struct GrowableArrayBlockingQueue<T> {
-    /// The producers' side; held by `put`, and before `head` by whoever needs both.
-    tail: CachePadded<Mutex<Tail>>,
-    /// The consumers' side; `not_empty` waits with this lock.
-    head: CachePadded<Mutex<Head>>,
-    /// Number of items published and not yet taken, times [`ONE`], plus the [`PARKED`] bit.
-    ///
-    /// | bits | meaning |
-    /// |---|---|
-    /// | 0 (`PARKED`) | at least one taker is parked on `not_empty` (mirrors `Head::parked > 0`) |
-    /// | 1.. | number of items (`state >> 1`) |
-    state: CachePadded<AtomicUsize>,
-    /// Signalled (under the head lock) when an item arrives while `PARKED` is set, and on
+    /// The producers' side; its lock is held by `put`, and before the head lock by whoever
+    /// needs both.
+    tail: CachePadded<Side<Tail>>,
+    /// The consumers' side; `not_empty` waits with its lock.
+    head: CachePadded<Side<Head>>,
+    /// Set while a parked taker waits without a notification on its way (mirrors
+    /// `Head::parked > Head::notified`; written under the head lock, read by every `put`).
+    parked: AtomicBool,
+    /// Signalled (under the head lock) when an item arrives while `parked` is set, and on
     /// terminate.
     not_empty: Condvar,
     /// The storage. Its slots are accessed under the tail lock (writes at `Tail::index`) or the
@@ -121,36 +121,49 @@ pub struct GrowableArrayBlockingQueue<T> {
     slots: UnsafeCell<Slots<T>>,
     /// Set once by `terminate`, under the tail lock; read without a lock.
     terminated: AtomicBool,
-    /// The takers' current spin budget in nanoseconds, between `SPIN_MIN_NS` and
+    /// The takers' current spin budget in nanoseconds: 0 (off) or between `SPIN_MIN_NS` and
     /// `SPIN_MAX_NS` (a heuristic: `Relaxed` everywhere).
     spin_ns: AtomicUsize,
+    /// Empty takes that skipped the spin while it was off (a heuristic: `Relaxed`).
+    spin_skips: AtomicUsize,
+}
+
+/// One side of the queue: its lock, and the count it publishes to the other side.
+struct Side<S> {
+    lock: Mutex<S>,
+    /// Items ever put (tail side) or taken (head side), wrapping; written under `lock` with
+    /// `Release`, read by the other side with `Acquire`.
+    count: AtomicUsize,
 }
 
 /// The state behind the tail lock.
 struct Tail {
-    /// Wrapping counter of the slot the next item goes to.
+    /// The tail count (the slot the next item goes to).
     index: usize,
-    /// Free slots known to be free: a lower bound of `capacity - len`.
-    free: usize,
+    /// The head count as last seen: `index - head_seen` bounds the items queued from above.
+    head_seen: usize,
+    /// The array's capacity (changed only under both locks).
+    capacity: usize,
     /// Set by `terminate`: `put` hands items back.
     terminated: bool,
 }
 
 /// The state behind the head lock.
 struct Head {
-    /// Wrapping counter of the slot the oldest item is in.
+    /// The head count (the slot of the oldest item).
     index: usize,
-    /// Items known to be published: a lower bound of `len`.
-    ready: usize,
+    /// The tail count as last seen: `tail_seen - index` items are known to be published.
+    tail_seen: usize,
     /// Takers parked (or about to park) on `not_empty`.
     parked: usize,
-    /// When a producer last notified a parked taker (only while spinning is compiled in).
-    notified_at: Option<Instant>,
+    /// Notifications sent to parked takers and not yet consumed by a taker's wake-up: while
+    /// every parked taker has one on its way, producers need not notify again.
+    notified: usize,
 }
 
 // SAFETY: the queue moves `T`s between threads (so `T: Send`), and every access to the slots is
 // serialised by the protocol documented on the type: writes under the tail lock, reads under the
-// head lock, each slot handed from one side to the other through `state`. No `&T` is ever
+// head lock, each slot handed from one side to the other through the counts. No `&T` is ever
 // shared between threads (`to_vec` clones under both locks), so `T: Sync` is not needed, just
 // as for `Mutex<T>`.
 unsafe impl<T: Send> Send for GrowableArrayBlockingQueue<T> {}
@@ -167,22 +180,30 @@ impl<T> GrowableArrayBlockingQueue<T> {
     pub fn with_capacity(capacity: usize) -> Self {
         let capacity = round_up_to_power_of_two(capacity);
         Self {
-            tail: CachePadded(Mutex::new(Tail {
-                index: 0,
-                free: capacity,
-                terminated: false,
-            })),
-            head: CachePadded(Mutex::new(Head {
-                index: 0,
-                ready: 0,
-                parked: 0,
-                notified_at: None,
-            })),
-            state: CachePadded(AtomicUsize::new(0)),
+            tail: CachePadded(Side {
+                lock: Mutex::new(Tail {
+                    index: 0,
+                    head_seen: 0,
+                    capacity,
+                    terminated: false,
+                }),
+                count: AtomicUsize::new(0),
+            }),
+            head: CachePadded(Side {
+                lock: Mutex::new(Head {
+                    index: 0,
+                    tail_seen: 0,
+                    parked: 0,
+                    notified: 0,
+                }),
+                count: AtomicUsize::new(0),
+            }),
+            parked: AtomicBool::new(false),
             not_empty: Condvar::new(),
             slots: UnsafeCell::new(Slots::new(capacity)),
             terminated: AtomicBool::new(false),
             spin_ns: AtomicUsize::new(SPIN_MAX_NS / 4),
+            spin_skips: AtomicUsize::new(0),
         }
     }
 
@@ -192,79 +213,86 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// Hands `item` back as `Err(item)` once the queue has been [terminated](Self::terminate).
     pub fn put(&self, item: T) -> Result<(), T> {
-        let mut tail = self.tail.lock();
+        let mut tail = self.tail.lock.lock();
         if tail.terminated {
             return Err(item);
         }
-        if tail.free == 0 {
+        if tail.index.wrapping_sub(tail.head_seen) >= tail.capacity {
             self.make_room(&mut tail);
         }
         let index = tail.index;
-        // SAFETY: we hold the tail lock, so no other producer writes; `free > 0` was read from
-        // `state` (Acquire) after the consumers' `AcqRel` decrements, so the slot at the tail
-        // is empty and its last reader is done; consumers do not read it until the increment
-        // below publishes it; the array is not replaced while we hold the tail lock.
+        // SAFETY: we hold the tail lock, so no other producer writes; the slot at the tail is
+        // empty and its last read is done, because the head count we saw (`Acquire`, stored
+        // with `Release` after that read) is more than `index - capacity`; consumers do not read
+        // it until the store below publishes it; the array is not replaced while we hold the
+        // tail lock.
         self.slots
             .with(|slots| unsafe { (*slots).write(index, item) });
         tail.index = index.wrapping_add(1);
-        tail.free -= 1;
-        let previous = self.state.fetch_add(ONE, Ordering::AcqRel);
+        self.tail.count.store(tail.index, Ordering::Release);
         drop(tail);
-        if previous & PARKED != 0 {
+        // Pairs with the fence in `park`: either we see `parked`, or the taker sees our item.
+        fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) {
             self.wake_one();
         }
         Ok(())
     }
 
-    /// Refreshes `tail.free` from `state`, growing the ring when it is really full.
+    /// Reads the head count again, and grows the ring when it is really full.
     #[cold]
     #[inline(never)]
     fn make_room(&self, tail: &mut Tail) {
-        let len = self.state.load(Ordering::Acquire) >> 1;
-        let capacity = self.capacity_locked();
-        tail.free = capacity - len;
-        if tail.free > 0 {
+        tail.head_seen = self.head.count.load(Ordering::Acquire);
+        if tail.index.wrapping_sub(tail.head_seen) < tail.capacity {
             return;
         }
         // Full: take the head lock too (tail before head), so that nobody touches a slot.
-        let mut head = self.head.lock();
-        self.relocate(tail, &mut head, capacity * 2);
+        let mut head = self.head.lock.lock();
+        let capacity = tail.capacity * 2;
+        self.relocate(tail, &mut head, capacity);
     }
 
-    /// Moves every item to a new array of `capacity` slots. Needs both locks (the guards prove
+    /// Moves every item to a new array of `capacity` slots. Needs both locks (the guard proves
     /// the head lock; the caller holds the tail lock for `tail`).
     fn relocate(&self, tail: &mut Tail, head: &mut MutexGuard<'_, Head>, capacity: usize) {
-        // Both locks are held: no producer can add and no consumer can take, so `len` is exact.
-        let len = self.state.load(Ordering::Acquire) >> 1;
+        // Both locks are held: no producer can add and no consumer can take.
         let from = head.index;
+        let len = tail.index.wrapping_sub(from);
         self.slots.with_mut(|slots| {
-            // SAFETY: with both locks held no other thread accesses the array or its slots (every
-            // access happens under one of them); the `len` slots from the head hold items, each
-            // published through `state`, which we just loaded with Acquire.
+            // SAFETY: with both locks held no other thread accesses the array or its slots
+            // (every access happens under one of them, and both locks order those accesses
+            // before ours); the `len` slots from the head count hold items.
             unsafe { *slots = (*slots).relocate(from, len, capacity) };
         });
-        head.index = 0;
-        head.ready = len;
-        tail.index = len;
-        tail.free = capacity - len;
+        tail.capacity = capacity;
+        tail.head_seen = from;
+        head.tail_seen = tail.index;
     }
 
-    /// Wakes one parked taker.
+    /// Wakes one parked taker, unless every parked taker has a notification on its way.
     #[cold]
     fn wake_one(&self) {
-        let mut head = self.head.lock();
-        if SPIN {
-            head.notified_at = Some(Instant::now());
+        let mut head = self.head.lock.lock();
+        if head.parked > head.notified {
+            head.notified += 1;
+            self.not_empty.notify_one();
+            self.update_parked(&head);
         }
-        self.not_empty.notify_one();
+    }
+
+    /// Sets `parked` from the head lock's counts: whether a parked taker still needs a
+    /// notification.
+    fn update_parked(&self, head: &Head) {
+        self.parked
+            .store(head.parked > head.notified, Ordering::Relaxed);
     }
 
     /// Removes the head if there is one. Never blocks.
     pub fn poll(&self) -> Option<T> {
-        if self.state.load(Ordering::Relaxed) >> 1 == 0 {
-            return None;
-        }
-        let mut head = self.head.lock();
+        // No look at `len` first: that would read the tail count, the producers' cache line,
+        // on every call, where `pop_locked` reads it only when its last copy is used up.
+        let mut head = self.head.lock.lock();
         self.pop_locked(&mut head)
     }
 
@@ -277,7 +305,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             return Some(item);
         }
         let deadline = Instant::now().checked_add(timeout);
-        if SPIN && self.spin(timeout) {
+        if SPIN && !timeout.is_zero() && self.spin(timeout) {
             if let Some(item) = self.poll() {
                 return Some(item);
             }
@@ -303,47 +331,40 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Spins for the current budget (at most `limit`) until an item is published or the queue
     /// is terminated; adapts the budget to the outcome. Returns whether one of them was seen.
     fn spin(&self, limit: Duration) -> bool {
-        let budget = self.spin_ns.load(Ordering::Relaxed);
-        let found = spin_until(
-            || {
-                self.state.load(Ordering::Relaxed) >> 1 != 0
-                    || self.terminated.load(Ordering::Relaxed)
-            },
-            Duration::from_nanos(budget as u64).min(limit),
+        let mut budget = self.spin_ns.load(Ordering::Relaxed);
+        if budget == 0 {
+            // Off: probe with a shortest spin now and then.
+            let skips = self.spin_skips.fetch_add(1, Ordering::Relaxed);
+            if skips % SPIN_PROBE_EVERY != SPIN_PROBE_EVERY - 1 {
+                return false;
+            }
+            budget = SPIN_MIN_NS;
+        }
+        let allowed = Duration::from_nanos(budget as u64);
+        let found = spin_with_backoff(
+            || !self.is_empty() || self.terminated.load(Ordering::Relaxed),
+            allowed.min(limit),
         );
         let next = if found {
             (budget * 2).min(SPIN_MAX_NS)
+        } else if limit < allowed {
+            budget // cut short by the caller's timeout: says nothing about spinning
+        } else if budget / 2 < SPIN_MIN_NS {
+            0
         } else {
-            (budget / 2).max(SPIN_MIN_NS)
+            budget / 2
         };
-        if next != budget {
+        if next != self.spin_ns.load(Ordering::Relaxed) {
             self.spin_ns.store(next, Ordering::Relaxed);
         }
         found
-    }
-
-    /// Raises the spin budget when a parked taker was notified within the longest spin: a
-    /// spin of that length would have found the item without parking.
-    fn learn_from_park(&self, parked_at: Instant, head: &Head) {
-        let Some(notified_at) = head.notified_at else {
-            return;
-        };
-        let waited = notified_at.saturating_duration_since(parked_at);
-        let waited_ns = usize::try_from(waited.as_nanos()).unwrap_or(usize::MAX);
-        if waited_ns < SPIN_MAX_NS {
-            let budget = self.spin_ns.load(Ordering::Relaxed);
-            let next = budget.max(2 * waited_ns).min(SPIN_MAX_NS);
-            if next != budget {
-                self.spin_ns.store(next, Ordering::Relaxed);
-            }
-        }
     }
 
     /// The blocking path: under the head lock, takes an item or parks until one is published,
     /// the queue is terminated, or `deadline` passes (`None`: no deadline, as for a timeout
     /// too long for an `Instant`).
     fn park(&self, deadline: Option<Instant>) -> Option<T> {
-        let mut head = self.head.lock();
+        let mut head = self.head.lock.lock();
         loop {
             if let Some(item) = self.pop_locked(&mut head) {
                 return Some(item);
@@ -363,46 +384,45 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 None => None,
             };
             head.parked += 1;
-            // One read-modify-write both announces us and reads the count: a producer either
-            // published before it (we see the item) or after it (it sees `PARKED` and wakes us
-            // under the head lock, which we hold until we wait).
-            let previous = self.state.fetch_or(PARKED, Ordering::AcqRel);
-            if previous >> 1 == 0 {
-                let parked_at = SPIN.then(Instant::now);
-                head.notified_at = None;
+            // `parked > notified` now: this sets the flag.
+            self.update_parked(&head);
+            // Pairs with the fence in `put`: either the producer sees `parked` (and wakes us
+            // under the head lock, which we hold until we wait), or we see its item here.
+            fence(Ordering::SeqCst);
+            let waited = self.tail.count.load(Ordering::Relaxed) == head.index;
+            if waited {
                 head = match remaining {
                     Some(remaining) => self.not_empty.wait_timeout(head, remaining).0,
                     None => self.not_empty.wait(head),
                 };
-                if let Some(parked_at) = parked_at {
-                    self.learn_from_park(parked_at, &head);
-                }
             }
             head.parked -= 1;
-            if head.parked == 0 {
-                self.state.fetch_and(!PARKED, Ordering::AcqRel);
+            if waited {
+                // Woken by a notification, a timeout or spuriously: count one notification as
+                // consumed either way. Undercounting only makes producers notify once more.
+                head.notified = head.notified.saturating_sub(1);
             }
+            self.update_parked(&head);
         }
     }
 
     /// Takes the head under the head lock, if an item is published.
     #[inline]
     fn pop_locked(&self, head: &mut Head) -> Option<T> {
-        if head.ready == 0 {
-            head.ready = self.state.load(Ordering::Acquire) >> 1;
-            if head.ready == 0 {
+        if head.index == head.tail_seen {
+            head.tail_seen = self.tail.count.load(Ordering::Acquire);
+            if head.index == head.tail_seen {
                 return None;
             }
         }
         let index = head.index;
-        // SAFETY: we hold the head lock, so no other consumer reads; `ready > 0` was read from
-        // `state` (Acquire or AcqRel) after the producer's `AcqRel` increment for this slot, so
-        // its write happened before; producers do not write it again until the decrement below
-        // frees it; the array is not replaced while we hold the head lock.
+        // SAFETY: we hold the head lock, so no other consumer reads; the slot holds an item
+        // whose write happened before, because the tail count we saw (`Acquire`, stored with
+        // `Release` after that write) is past `index`; producers do not write it again until
+        // the store below frees it; the array is not replaced while we hold the head lock.
         let item = self.slots.with(|slots| unsafe { (*slots).read(index) });
         head.index = index.wrapping_add(1);
-        let previous = self.state.fetch_sub(ONE, Ordering::AcqRel);
-        head.ready = (previous >> 1) - 1;
+        self.head.count.store(head.index, Ordering::Release);
         Some(item)
     }
 
@@ -411,29 +431,29 @@ impl<T> GrowableArrayBlockingQueue<T> {
         if max == 0 {
             return 0;
         }
-        let mut head = self.head.lock();
-        let len = self.state.load(Ordering::Acquire) >> 1;
-        let moved = max.min(len);
-        out.reserve(moved);
+        let mut head = self.head.lock.lock();
+        head.tail_seen = self.tail.count.load(Ordering::Acquire);
         let from = head.index;
+        let moved = max.min(head.tail_seen.wrapping_sub(from));
+        out.reserve(moved);
         self.slots.with(|slots| {
             for offset in 0..moved {
-                // SAFETY: as in `pop_locked`: the head lock is ours and the `len` items from
-                // the head were published before the Acquire load above.
+                // SAFETY: as in `pop_locked`: the head lock is ours and these items were
+                // published before the `Acquire` load of the tail count above.
                 out.push(unsafe { (*slots).read(from.wrapping_add(offset)) });
             }
         });
         head.index = from.wrapping_add(moved);
-        if moved > 0 {
-            let previous = self.state.fetch_sub(moved * ONE, Ordering::AcqRel);
-            head.ready = (previous >> 1) - moved;
-        }
+        self.head.count.store(head.index, Ordering::Release);
         moved
     }
 
     /// Number of items queued now.
     pub fn len(&self) -> usize {
-        self.state.load(Ordering::Acquire) >> 1
+        // Head first: the tail count loaded after it is at least as large.
+        let taken = self.head.count.load(Ordering::Acquire);
+        let put = self.tail.count.load(Ordering::Acquire);
+        put.wrapping_sub(taken)
     }
 
     /// Whether no item is queued now.
@@ -443,15 +463,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
     /// Slots allocated now (a power of two).
     pub fn capacity(&self) -> usize {
-        let _tail = self.tail.lock();
-        self.capacity_locked()
-    }
-
-    /// The array's capacity; the caller holds one of the locks (the array is replaced only
-    /// under both).
-    fn capacity_locked(&self) -> usize {
-        // SAFETY: the caller holds a lock, so no thread replaces the array meanwhile.
-        self.slots.with(|slots| unsafe { (*slots).capacity() })
+        self.tail.lock.lock().capacity
     }
 
     /// Removes and drops every item (after releasing the lock, so an item's `Drop` may use the
@@ -467,15 +479,15 @@ impl<T> GrowableArrayBlockingQueue<T> {
     where
         T: Clone,
     {
-        let _tail = self.tail.lock();
-        let head = self.head.lock();
-        let len = self.state.load(Ordering::Acquire) >> 1;
+        let tail = self.tail.lock.lock();
+        let head = self.head.lock.lock();
         let from = head.index;
+        let len = tail.index.wrapping_sub(from);
         self.slots.with(|slots| {
             (0..len)
                 .map(|offset| {
-                    // SAFETY: with both locks held no other thread accesses a slot; the `len`
-                    // items from the head were published before the Acquire load above.
+                    // SAFETY: with both locks held no other thread accesses a slot, and these
+                    // slots hold the queued items (published under the tail lock we hold).
                     unsafe { (*slots).with_item(from.wrapping_add(offset), T::clone) }
                 })
                 .collect()
@@ -487,14 +499,14 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// Never waits for a busy lock: returns 0 then. Returns the number of slots freed.
     pub fn trim(&self) -> usize {
-        let Some(mut tail) = self.tail.try_lock() else {
+        let Some(mut tail) = self.tail.lock.try_lock() else {
             return 0;
         };
-        let Some(mut head) = self.head.try_lock() else {
+        let Some(mut head) = self.head.lock.try_lock() else {
             return 0;
         };
-        let capacity = self.capacity_locked();
-        let len = self.state.load(Ordering::Acquire) >> 1;
+        let capacity = tail.capacity;
+        let len = tail.index.wrapping_sub(head.index);
         if capacity <= MIN_TRIM_CAPACITY || len > capacity / 4 {
             return 0;
         }
@@ -509,11 +521,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Stops accepting items and wakes every blocked taker. Items already queued can still be
     /// taken; afterwards `take` returns `None` instead of blocking on an empty queue.
     pub fn terminate(&self) {
-        let mut tail = self.tail.lock();
+        let mut tail = self.tail.lock.lock();
         tail.terminated = true;
         self.terminated.store(true, Ordering::Release);
         drop(tail);
-        let _head = self.head.lock();
+        let _head = self.head.lock.lock();
         self.not_empty.notify_all();
     }
 
@@ -523,14 +535,36 @@ impl<T> GrowableArrayBlockingQueue<T> {
     }
 }
 
+/// Spins until `ready()` or until `budget` has passed; returns whether `ready()` was seen.
+/// Between polls it waits 1, 2, 4 ... 64 spin-loop hints, so that polling a cache line the
+/// producer is writing slows the producer little; it never yields the core.
+fn spin_with_backoff(mut ready: impl FnMut() -> bool, budget: Duration) -> bool {
+    let start = Instant::now();
+    let mut step = 0u32;
+    loop {
+        if ready() {
+            return true;
+        }
+        for _ in 0..1u32 << step {
+            std::hint::spin_loop();
+        }
+        if step < 6 {
+            step += 1;
+        }
+        if step >= 3 && start.elapsed() >= budget {
+            return ready();
+        }
+    }
+}
+
 impl<T> Drop for GrowableArrayBlockingQueue<T> {
     fn drop(&mut self) {
-        let len = self.state.load(Ordering::Acquire) >> 1;
-        let from = self.head.lock().index;
+        let end = self.tail.lock.lock().index;
+        let from = self.head.lock.lock().index;
         let slots = self.slots.get_mut();
-        for offset in 0..len {
-            // SAFETY: `&mut self`: nobody else accesses the queue; the `len` slots from the head
-            // hold the items not yet taken, each dropped here exactly once.
+        for offset in 0..end.wrapping_sub(from) {
+            // SAFETY: `&mut self`: nobody else accesses the queue; the slots from the head count
+            // to the tail count hold the items not yet taken, each dropped here exactly once.
             drop(unsafe { slots.read(from.wrapping_add(offset)) });
         }
     }

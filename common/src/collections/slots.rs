@@ -85,8 +85,9 @@ impl<T> Slots<T> {
         })
     }
 
-    /// A new array of `capacity` slots holding the `len` items that start at `head` here, moved
-    /// to its indices `0..len` in order. This array is left with those slots empty.
+    /// A new array of `capacity` slots holding the `len` items that start at `head` here, each
+    /// moved to the same index (`head`, `head + 1` ...: a count, not a slot number, so the
+    /// owner's counts stay valid). This array is left with those slots empty.
     ///
     /// # Safety
     ///
@@ -96,9 +97,11 @@ impl<T> Slots<T> {
         debug_assert!(len <= self.capacity() && len <= capacity);
         let moved = Slots::new(capacity);
         for offset in 0..len {
-            // SAFETY: the caller guarantees slot `head + offset` holds an item and that we are
-            // alone here; the new array is local, and its slot `offset` is empty.
-            unsafe { moved.write(offset, self.read(head.wrapping_add(offset))) };
+            let index = head.wrapping_add(offset);
+            // SAFETY: the caller guarantees slot `index` holds an item and that we are alone
+            // here; the new array is local, and `len <= capacity` consecutive indices map to
+            // distinct, still empty slots of it.
+            unsafe { moved.write(index, self.read(index)) };
         }
         moved
     }
