@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 /// Whether `take`/`poll_timeout` spin before parking: not under loom (the models explore the
 /// parking paths) nor under Miri (where spinning on the clock is slow and proves nothing).
 const SPIN: bool = SPIN_ENABLED && !cfg!(miri);
-/// The longest spin before parking: about what parking and being woken costs, so that a spin
-/// that fails at most doubles the wait it tried to avoid.
+/// The longest spin before parking, whatever parking costs.
 const SPIN_MAX_NS: usize = 20_000;
 /// The shortest spin; a spin this short that fails turns spinning off.
 const SPIN_MIN_NS: usize = 1_000;
@@ -51,9 +50,12 @@ const SPIN_PROBE_EVERY: usize = 16;
 /// counts never change) and need both locks (always tail first, then head), so nobody is
 /// reading or writing a slot then.
 ///
-/// A taker that finds the queue empty first spins for a bounded, adaptive time (parking and
-/// being woken costs tens of microseconds, a ping-pong round trip far less), polling the
-/// counts with exponential back-off between polls. The budget doubles when a spin finds an
+/// A taker that finds the queue empty first spins for a bounded, adaptive time, polling the
+/// counts with exponential back-off between polls. Spinning pays only while it is shorter than
+/// a park and wake-up (ski rental): takers measure what a wake-up costs (from the producer's
+/// notification to the taker running: tens of microseconds on an idle VM, a few on a busy
+/// machine) and never spin longer than its moving average, nor than `SPIN_MAX_NS`. Within
+/// that, the budget doubles when a spin finds an
 /// item and halves when it does not; below `SPIN_MIN_NS` spinning stops, except for one short
 /// probe every `SPIN_PROBE_EVERY` empty takes, so that a spin that cannot win (the producer is
 /// not running: the machine is oversubscribed) stops costing, and spinning comes back when it
@@ -126,6 +128,10 @@ pub struct GrowableArrayBlockingQueue<T> {
     spin_ns: AtomicUsize,
     /// Empty takes that skipped the spin while it was off (a heuristic: `Relaxed`).
     spin_skips: AtomicUsize,
+    /// What a wake-up costs, in nanoseconds: a moving average of the time from a producer's
+    /// notification to the woken taker running, which caps the spin budget (a heuristic:
+    /// `Relaxed`).
+    wake_ns: AtomicUsize,
 }
 
 /// One side of the queue: its lock, and the count it publishes to the other side.
@@ -159,6 +165,9 @@ struct Head {
     /// Notifications sent to parked takers and not yet consumed by a taker's wake-up: while
     /// every parked taker has one on its way, producers need not notify again.
     notified: usize,
+    /// When a producer last notified, for the woken taker to measure its wake-up (only while
+    /// spinning is compiled in).
+    notified_at: Option<Instant>,
 }
 
 // SAFETY: the queue moves `T`s between threads (so `T: Send`), and every access to the slots is
@@ -195,6 +204,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
                     tail_seen: 0,
                     parked: 0,
                     notified: 0,
+                    notified_at: None,
                 }),
                 count: AtomicUsize::new(0),
             }),
@@ -204,6 +214,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             terminated: AtomicBool::new(false),
             spin_ns: AtomicUsize::new(SPIN_MAX_NS / 4),
             spin_skips: AtomicUsize::new(0),
+            wake_ns: AtomicUsize::new(SPIN_MAX_NS),
         }
     }
 
@@ -276,6 +287,9 @@ impl<T> GrowableArrayBlockingQueue<T> {
         let mut head = self.head.lock.lock();
         if head.parked > head.notified {
             head.notified += 1;
+            if SPIN {
+                head.notified_at = Some(Instant::now());
+            }
             self.not_empty.notify_one();
             self.update_parked(&head);
         }
@@ -346,7 +360,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             allowed.min(limit),
         );
         let next = if found {
-            (budget * 2).min(SPIN_MAX_NS)
+            (budget * 2).min(self.wake_ns.load(Ordering::Relaxed))
         } else if limit < allowed {
             budget // cut short by the caller's timeout: says nothing about spinning
         } else if budget / 2 < SPIN_MIN_NS {
@@ -358,6 +372,20 @@ impl<T> GrowableArrayBlockingQueue<T> {
             self.spin_ns.store(next, Ordering::Relaxed);
         }
         found
+    }
+
+    /// Folds one wake-up's cost (from `notified_at` to now) into `wake_ns`, and keeps the spin
+    /// budget under it: spinning longer than a wake-up costs cannot win (a busy machine wakes
+    /// a thread in a few microseconds, an idle VM's sleeping core in tens).
+    fn learn_wake_cost(&self, notified_at: Instant) {
+        let sample = usize::try_from(notified_at.elapsed().as_nanos()).unwrap_or(usize::MAX);
+        let average = self.wake_ns.load(Ordering::Relaxed);
+        let next =
+            ((average / 4) * 3 + sample.min(SPIN_MAX_NS) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+        self.wake_ns.store(next, Ordering::Relaxed);
+        if self.spin_ns.load(Ordering::Relaxed) > next {
+            self.spin_ns.store(next, Ordering::Relaxed);
+        }
     }
 
     /// The blocking path: under the head lock, takes an item or parks until one is published,
@@ -401,6 +429,9 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 // Woken by a notification, a timeout or spuriously: count one notification as
                 // consumed either way. Undercounting only makes producers notify once more.
                 head.notified = head.notified.saturating_sub(1);
+                if let Some(notified_at) = head.notified_at.take() {
+                    self.learn_wake_cost(notified_at);
+                }
             }
             self.update_parked(&head);
         }
