@@ -123,14 +123,20 @@ pub struct GrowableArrayBlockingQueue<T> {
     slots: UnsafeCell<Slots<T>>,
     /// Set once by `terminate`, under the tail lock; read without a lock.
     terminated: AtomicBool,
-    /// The takers' current spin budget in nanoseconds: 0 (off) or between `SPIN_MIN_NS` and
-    /// `SPIN_MAX_NS` (a heuristic: `Relaxed` everywhere).
-    spin_ns: AtomicUsize,
-    /// Empty takes that skipped the spin while it was off (a heuristic: `Relaxed`).
-    spin_skips: AtomicUsize,
+    /// The takers' spin heuristics, on their own cache line: takers write them, and the line
+    /// above (`parked`, `slots`) is read by every `put`.
+    spin: CachePadded<SpinState>,
+}
+
+/// What takers learn about spinning (heuristics: `Relaxed` everywhere).
+struct SpinState {
+    /// The current spin budget in nanoseconds: 0 (off) or between `SPIN_MIN_NS` and
+    /// `SPIN_MAX_NS`.
+    budget_ns: AtomicUsize,
+    /// Empty takes that skipped the spin while it was off.
+    skips: AtomicUsize,
     /// What a wake-up costs, in nanoseconds: a moving average of the time from a producer's
-    /// notification to the woken taker running, which caps the spin budget (a heuristic:
-    /// `Relaxed`).
+    /// notification to the woken taker running, which caps the spin budget.
     wake_ns: AtomicUsize,
 }
 
@@ -212,9 +218,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
             not_empty: Condvar::new(),
             slots: UnsafeCell::new(Slots::new(capacity)),
             terminated: AtomicBool::new(false),
-            spin_ns: AtomicUsize::new(SPIN_MAX_NS / 4),
-            spin_skips: AtomicUsize::new(0),
-            wake_ns: AtomicUsize::new(SPIN_MAX_NS),
+            spin: CachePadded(SpinState {
+                budget_ns: AtomicUsize::new(SPIN_MAX_NS / 4),
+                skips: AtomicUsize::new(0),
+                wake_ns: AtomicUsize::new(SPIN_MAX_NS),
+            }),
         }
     }
 
@@ -368,10 +376,10 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Spins for the current budget (at most `limit`) until an item is published or the queue
     /// is terminated; adapts the budget to the outcome. Returns whether one of them was seen.
     fn spin(&self, limit: Duration) -> bool {
-        let mut budget = self.spin_ns.load(Ordering::Relaxed);
+        let mut budget = self.spin.budget_ns.load(Ordering::Relaxed);
         if budget == 0 {
             // Off: probe with a shortest spin now and then.
-            let skips = self.spin_skips.fetch_add(1, Ordering::Relaxed);
+            let skips = self.spin.skips.fetch_add(1, Ordering::Relaxed);
             if skips % SPIN_PROBE_EVERY != SPIN_PROBE_EVERY - 1 {
                 return false;
             }
@@ -383,7 +391,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             allowed.min(limit),
         );
         let next = if found {
-            (budget * 2).min(self.wake_ns.load(Ordering::Relaxed))
+            (budget * 2).min(self.spin.wake_ns.load(Ordering::Relaxed))
         } else if limit < allowed {
             budget // cut short by the caller's timeout: says nothing about spinning
         } else if budget / 2 < SPIN_MIN_NS {
@@ -391,8 +399,8 @@ impl<T> GrowableArrayBlockingQueue<T> {
         } else {
             budget / 2
         };
-        if next != self.spin_ns.load(Ordering::Relaxed) {
-            self.spin_ns.store(next, Ordering::Relaxed);
+        if next != self.spin.budget_ns.load(Ordering::Relaxed) {
+            self.spin.budget_ns.store(next, Ordering::Relaxed);
         }
         found
     }
@@ -402,12 +410,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// a thread in a few microseconds, an idle VM's sleeping core in tens).
     fn learn_wake_cost(&self, notified_at: Instant) {
         let sample = usize::try_from(notified_at.elapsed().as_nanos()).unwrap_or(usize::MAX);
-        let average = self.wake_ns.load(Ordering::Relaxed);
+        let average = self.spin.wake_ns.load(Ordering::Relaxed);
         let next =
             ((average / 4) * 3 + sample.min(SPIN_MAX_NS) / 4).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
-        self.wake_ns.store(next, Ordering::Relaxed);
-        if self.spin_ns.load(Ordering::Relaxed) > next {
-            self.spin_ns.store(next, Ordering::Relaxed);
+        self.spin.wake_ns.store(next, Ordering::Relaxed);
+        if self.spin.budget_ns.load(Ordering::Relaxed) > next {
+            self.spin.budget_ns.store(next, Ordering::Relaxed);
         }
     }
 
