@@ -1,6 +1,7 @@
-//! loom models of the queue's two-lock protocol: put/take hand-off through `state`, the
-//! parked-taker wake-up, growth and trim (both locks) racing with producers and takers, and
-//! terminate vs take. Spinning is compiled out under loom: every empty take parks.
+//! loom models of the queue's two-lock protocol: put/take hand-off through the tail and head
+//! counts, the parked-taker wake-up, growth and trim (both locks) racing with producers and
+//! takers, terminate vs take, and the store-buffering handshake with a caller's flag. Spinning
+//! is compiled out under loom: every empty take parks.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --test loom_queue` (`cargo xtask test` does).
@@ -134,5 +135,31 @@ fn loom_trim_races_with_put_and_take_without_losing_an_item() {
         assert_eq!(queue.drain_to(&mut rest, 10), 1);
         assert_eq!(rest, vec![2]);
         assert_eq!(queue.capacity(), 128 - freed);
+    });
+}
+
+#[test]
+fn loom_a_taker_that_finds_the_queue_empty_after_raising_a_flag_is_seen_by_the_producer() {
+    // The store-buffering handshake the client's consumer relies on: "put, then read the
+    // flag" against "raise the flag, then find the queue empty": at least one side must see
+    // the other's write, as with a single lock.
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    loom::model(|| {
+        let queue = Arc::new(GrowableArrayBlockingQueue::new());
+        let flag = Arc::new(AtomicBool::new(false));
+        let producer = {
+            let (queue, flag) = (Arc::clone(&queue), Arc::clone(&flag));
+            thread::spawn(move || {
+                queue.put(1).unwrap();
+                flag.load(Ordering::Acquire)
+            })
+        };
+        flag.swap(true, Ordering::AcqRel);
+        let taken = queue.poll();
+        let producer_saw_flag = producer.join().unwrap();
+        assert!(
+            taken.is_some() || producer_saw_flag,
+            "the item was missed and the producer did not see the flag"
+        );
     });
 }

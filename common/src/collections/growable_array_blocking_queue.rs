@@ -77,7 +77,11 @@ const SPIN_PROBE_EVERY: usize = 16;
 /// between a taker's store of `parked` and its load of the tail count: at least one of the two
 /// loads sees the other side's store. `terminated` is stored (`Release`) under the tail lock
 /// after every accepted `put`, so a taker that loads it (`Acquire`) and then the tail count
-/// sees every item that will ever be queued. The counts only grow (wrapping), and the head count
+/// sees every item that will ever be queued. A consumer that finds the queue empty also fences
+/// (`SeqCst`) and looks again before it says so (`load_tail`): with the fence after every
+/// `put`, that makes "put, then read my flag" against "write my flag, then find the queue
+/// empty" safe for callers, as the single lock made it (the client's consumer relies on it).
+/// The counts only grow (wrapping), and the head count
 /// is loaded before the tail count, so `len` never sees more taken than put.
 ///
 /// # Examples
@@ -387,7 +391,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
         }
         let allowed = Duration::from_nanos(budget as u64);
         let found = spin_with_backoff(
-            || !self.is_empty() || self.terminated.load(Ordering::Relaxed),
+            || {
+                // Not `is_empty`: no fence per poll.
+                self.tail.count.load(Ordering::Relaxed) != self.head.count.load(Ordering::Relaxed)
+                    || self.terminated.load(Ordering::Relaxed)
+            },
             allowed.min(limit),
         );
         let next = if found {
@@ -468,11 +476,26 @@ impl<T> GrowableArrayBlockingQueue<T> {
         }
     }
 
+    /// Loads the tail count (`Acquire`). When it shows nothing after `taken` (the queue looks
+    /// empty) it fences (`SeqCst`) and loads again, pairing with the fence every `put` makes
+    /// after publishing: so a caller that changes a flag of its own and then finds the queue
+    /// empty knows that the producer of any item it missed will see the flag (the
+    /// store-buffering handshake of the client's trigger protocol), as with a single lock.
+    #[inline]
+    fn load_tail(&self, taken: usize) -> usize {
+        let put = self.tail.count.load(Ordering::Acquire);
+        if put != taken {
+            return put;
+        }
+        fence(Ordering::SeqCst);
+        self.tail.count.load(Ordering::Acquire)
+    }
+
     /// Takes the head under the head lock, if an item is published.
     #[inline]
     fn pop_locked(&self, head: &mut Head) -> Option<T> {
         if head.index == head.tail_seen {
-            head.tail_seen = self.tail.count.load(Ordering::Acquire);
+            head.tail_seen = self.load_tail(head.index);
             if head.index == head.tail_seen {
                 return None;
             }
@@ -494,7 +517,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             return 0;
         }
         let mut head = self.head.lock.lock();
-        head.tail_seen = self.tail.count.load(Ordering::Acquire);
+        head.tail_seen = self.load_tail(head.index);
         let from = head.index;
         let moved = max.min(head.tail_seen.wrapping_sub(from));
         out.reserve(moved);
@@ -514,7 +537,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
     pub fn len(&self) -> usize {
         // Head first: the tail count loaded after it is at least as large.
         let taken = self.head.count.load(Ordering::Acquire);
-        let put = self.tail.count.load(Ordering::Acquire);
+        let put = self.load_tail(taken);
         put.wrapping_sub(taken)
     }
 
