@@ -55,12 +55,14 @@ const SPIN_PROBE_EVERY: usize = 16;
 /// a park and wake-up (ski rental): takers measure what a wake-up costs (from the producer's
 /// notification to the taker running: tens of microseconds on an idle VM, a few on a busy
 /// machine) and never spin longer than its moving average, nor than `SPIN_MAX_NS`. Within
-/// that, the budget doubles when a spin finds an
-/// item and halves when it does not; below `SPIN_MIN_NS` spinning stops, except for one short
-/// probe every `SPIN_PROBE_EVERY` empty takes, so that a spin that cannot win (the producer is
-/// not running: the machine is oversubscribed) stops costing, and spinning comes back when it
-/// wins again. The spin never yields its core (a yield to a busy thread costs a whole time
-/// slice) and an idle taker is parked, not spinning. To park, a taker counts itself in
+/// that, the budget doubles when a spin finds an item and halves when it does not; below
+/// `SPIN_MIN_NS` spinning stops, except for one short probe every `SPIN_PROBE_EVERY` empty
+/// takes, so that a spin that cannot win (the producer is not running: the machine is
+/// oversubscribed) stops costing, and spinning comes back when it wins again. The spin never
+/// yields its core (a yield to a busy thread costs a whole time slice) and an idle taker is
+/// parked, not spinning. For the same reason a producer that finds the tail lock taken polls
+/// it with back-off for a few microseconds before blocking, instead of the lock's own slow
+/// path, which yields. To park, a taker counts itself in
 /// `Head::parked` and sets `parked` under the head lock, then re-reads the tail count;
 /// producers notify (under the head lock, so the notification cannot slip in before the taker
 /// waits) only when they see `parked` set, so they make no wake-up call while takers keep up;
@@ -81,8 +83,8 @@ const SPIN_PROBE_EVERY: usize = 16;
 /// (`SeqCst`) and looks again before it says so (`load_tail`): with the fence after every
 /// `put`, that makes "put, then read my flag" against "write my flag, then find the queue
 /// empty" safe for callers, as the single lock made it (the client's consumer relies on it).
-/// The counts only grow (wrapping), and the head count
-/// is loaded before the tail count, so `len` never sees more taken than put.
+/// The counts only grow (wrapping), and the head count is loaded before the tail count, so
+/// `len` never sees more taken than put.
 ///
 /// # Examples
 ///
