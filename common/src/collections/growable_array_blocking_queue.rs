@@ -51,7 +51,7 @@ const SPIN_PROBE_EVERY: usize = 16;
 /// reading or writing a slot then.
 ///
 /// A taker that finds the queue empty first spins for a bounded, adaptive time, polling the
-/// counts with exponential back-off between polls. Spinning pays only while it is shorter than
+/// counts with a short back-off between polls. Spinning pays only while it is shorter than
 /// a park and wake-up (ski rental): takers measure what a wake-up costs (from the producer's
 /// notification to the taker running: tens of microseconds on an idle VM, a few on a busy
 /// machine) and never spin longer than its moving average, nor than `SPIN_MAX_NS`. Within
@@ -623,8 +623,10 @@ impl<T> GrowableArrayBlockingQueue<T> {
 }
 
 /// Spins until `ready()` or until `budget` has passed; returns whether `ready()` was seen.
-/// Between polls it waits 1, 2, 4 ... 64 spin-loop hints, so that polling a cache line the
-/// producer is writing slows the producer little; it never yields the core.
+/// Between polls it waits 1, 2, 4, then 8 spin-loop hints, so that polling a cache line the
+/// producer is writing slows the producer little, while an item is still seen within a fraction
+/// of a microsecond of its arrival (each hop of a ping-pong waits for the poll after it); it
+/// never yields the core.
 fn spin_with_backoff(mut ready: impl FnMut() -> bool, budget: Duration) -> bool {
     let start = Instant::now();
     let mut step = 0u32;
@@ -635,7 +637,7 @@ fn spin_with_backoff(mut ready: impl FnMut() -> bool, budget: Duration) -> bool 
         for _ in 0..1u32 << step {
             std::hint::spin_loop();
         }
-        if step < 6 {
+        if step < 3 {
             step += 1;
         }
         if step >= 3 && start.elapsed() >= budget {
