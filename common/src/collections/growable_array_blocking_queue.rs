@@ -344,7 +344,14 @@ impl<T> GrowableArrayBlockingQueue<T> {
         // No look at `len` first: that would read the tail count, the producers' cache line,
         // on every call, where `pop_locked` reads it only when its last copy is used up.
         let mut head = self.head.lock.lock();
-        self.pop_locked(&mut head)
+        self.pop_locked(&mut head, true)
+    }
+
+    /// `poll` for `take` and `poll_timeout` before they park: an empty answer here is not
+    /// final (the parking path looks again, fenced), so it skips `load_tail`'s fence.
+    fn try_pop(&self) -> Option<T> {
+        let mut head = self.head.lock.lock();
+        self.pop_locked(&mut head, false)
     }
 
     /// Removes the head, waiting up to `timeout` for one to arrive.
@@ -352,12 +359,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Returns `None` when the timeout elapses, or at once when the queue is terminated and
     /// empty.
     pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
-        if let Some(item) = self.poll() {
+        if let Some(item) = self.try_pop() {
             return Some(item);
         }
         let deadline = Instant::now().checked_add(timeout);
         if SPIN && !timeout.is_zero() && self.spin(timeout) {
-            if let Some(item) = self.poll() {
+            if let Some(item) = self.try_pop() {
                 return Some(item);
             }
         }
@@ -368,11 +375,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// Returns `None` only once the queue is terminated and empty.
     pub fn take(&self) -> Option<T> {
-        if let Some(item) = self.poll() {
+        if let Some(item) = self.try_pop() {
             return Some(item);
         }
         if SPIN && self.spin(Duration::MAX) {
-            if let Some(item) = self.poll() {
+            if let Some(item) = self.try_pop() {
                 return Some(item);
             }
         }
@@ -435,12 +442,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     fn park(&self, deadline: Option<Instant>) -> Option<T> {
         let mut head = self.head.lock.lock();
         loop {
-            if let Some(item) = self.pop_locked(&mut head) {
+            if let Some(item) = self.pop_locked(&mut head, true) {
                 return Some(item);
             }
             if self.terminated.load(Ordering::Acquire) {
                 // Every accepted `put` published its item before `terminated` was stored.
-                return self.pop_locked(&mut head);
+                return self.pop_locked(&mut head, true);
             }
             let remaining = match deadline {
                 Some(deadline) => {
@@ -493,11 +500,16 @@ impl<T> GrowableArrayBlockingQueue<T> {
         self.tail.count.load(Ordering::Acquire)
     }
 
-    /// Takes the head under the head lock, if an item is published.
+    /// Takes the head under the head lock, if an item is published. `fenced`: an empty answer
+    /// is final (see `load_tail`).
     #[inline]
-    fn pop_locked(&self, head: &mut Head) -> Option<T> {
+    fn pop_locked(&self, head: &mut Head, fenced: bool) -> Option<T> {
         if head.index == head.tail_seen {
-            head.tail_seen = self.load_tail(head.index);
+            head.tail_seen = if fenced {
+                self.load_tail(head.index)
+            } else {
+                self.tail.count.load(Ordering::Acquire)
+            };
             if head.index == head.tail_seen {
                 return None;
             }
