@@ -138,7 +138,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 const MIRI_RUNS: &[(&str, &[&str])] = &[
     // Task slots, batches and the ring (unit tests), then both executors' suites (the
     // workers' claim protocol, shutdown_now's hand-back, panics and drops in every place),
-    // groups, and the recycler's cross-thread returns.
+    // groups, pooled buffer lists, and the blocking queue's slots (two locks, one array).
     (
         "pulsar-common",
         &[
@@ -155,6 +155,8 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "executor_group",
             "--test",
             "pool_byte_buffer_list",
+            "--test",
+            "growable_array_blocking_queue",
         ],
     ),
 ];
