@@ -7,7 +7,7 @@
 //!   fast path where `deliver` only *loads* the flag;
 //! - close racing deliver and routing: every accepted message is handed to the listener or
 //!   returned by `close`, exactly once;
-//! - the listener jobs' lifetime protocol (`job.rs`): a lane's job count falling to 0 on a
+//! - the listener jobs' lifetime protocol (`ticket.rs`): a lane's job count falling to 0 on a
 //!   listener thread while the router adds a new share never frees the consumer early or
 //!   twice, and the last release frees it exactly once.
 //!

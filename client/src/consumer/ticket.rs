@@ -1,0 +1,152 @@
+//! `LaneTicket`: a listener job's hold on its consumer, counted by the lane instead of by the
+//! consumer's `Arc` — the client's only `unsafe` code.
+//!
+//! # Design note: counted by the lane, not by the `Arc`
+//!
+//! The router makes one listener job per message. An `Arc` clone per job (on the router's
+//! core) and a drop per job (on the listener's core) would move the reference count's cache
+//! line between the two cores once per message; side by side that cost about a third of
+//! the dispatch throughput, enough to miss the `consumer_dispatch` targets. (Coalescing the
+//! jobs into one "drain this lane" job per busy period, which needs no `unsafe`, takes our
+//! executors off the per-message path altogether: every executor then measures the same, and
+//! the targets, which compare executors, fail; that design was measured and not kept.)
+//!
+//! Instead, each lane counts its live tickets (`Lane::jobs`, on the cache line of the lane's
+//! messages, which the listener thread writes anyway), and the lane as a whole holds **one**
+//! strong reference while that count is above zero:
+//!
+//! - [`LaneTicket::issue`] adds a whole share's tickets with one `fetch_add` *before* it makes
+//!   them; the add that moves the count from 0 takes the lane's strong reference (the router
+//!   holds its own handle throughout, so the consumer is alive);
+//! - a ticket's `Drop` (its job ran, or was dropped unrun: refused, or returned by
+//!   `shutdown_now`) does one `fetch_sub` as the very last thing it does with the consumer; the
+//!   `fetch_sub` that moves the count to 0 releases the lane's strong reference.
+//!
+//! Every ticket is counted from before it exists until its last access, so while any ticket
+//! lives the lane's reference does, and the consumer with it. Additions and releases of the
+//! lane's reference pair up in the count's modification order (0 -> n takes, 1 -> 0 releases),
+//! so the strong count never drops below the handles that really exist. This is `Arc`'s own
+//! drop argument one level up: nothing of the consumer is touched after a `fetch_sub` that did
+//! not reach 0.
+//!
+//! # Memory ordering
+//!
+//! Both sides use `AcqRel`. The `fetch_sub` that reaches 0 acquires every earlier ticket's
+//! release (their accesses to the consumer happen before the lane's reference is dropped, as
+//! in `Arc::drop`), and an `issue` that moves the count from 0 acquires the release that
+//! brought it to 0, so the reference it takes is ordered after the one released.
+//!
+//! # Provenance
+//!
+//! The pointer a ticket keeps is [`Arc::as_ptr`] of the consumer's `Arc` — the pointer
+//! `Arc::into_raw` returns, whose provenance covers the whole allocation, reference counts
+//! included — never one made from a `&ConsumerShared`, which would cover only the value and
+//! make [`Arc::from_raw`] and [`Arc::decrement_strong_count`] undefined behaviour (Miri's
+//! Stacked Borrows reports it). `tests/consumer_lifetime.rs` runs under Miri.
+
+use crate::consumer::{Consumer, ConsumerShared};
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// One listener job's hold on its consumer and its lane: valid while it is counted in the
+/// lane's job count (module docs).
+pub(crate) struct LaneTicket {
+    /// [`Arc::as_ptr`] of the consumer's `Arc`; kept alive by the lane's strong reference.
+    shared: NonNull<ConsumerShared>,
+    /// The lane this ticket is counted in.
+    lane: usize,
+}
+
+// SAFETY: a ticket is a handle on a `ConsumerShared` (which is `Send + Sync`: every field is, or
+// is behind a lock or an atomic), like an `Arc<ConsumerShared>`; nothing in it is tied to the
+// thread that made it, and its `Drop` only does atomic operations and an `Arc` release.
+#[allow(unsafe_code)]
+unsafe impl Send for LaneTicket {}
+
+// SAFETY: through `&LaneTicket` only shared reads of the `Sync` consumer are possible; dropping
+// a ticket takes it by value.
+#[allow(unsafe_code)]
+unsafe impl Sync for LaneTicket {}
+
+impl LaneTicket {
+    /// Issues `count` tickets of lane `lane`, each passed to `make` (which wraps it in a job)
+    /// and the result appended to `out`. Counts them in the lane first, taking the lane's
+    /// strong reference if the count was 0.
+    pub(crate) fn issue<J>(
+        shared: &Arc<ConsumerShared>,
+        lane: usize,
+        count: usize,
+        out: &mut Vec<J>,
+        make: impl Fn(LaneTicket) -> J,
+    ) {
+        if count == 0 {
+            return;
+        }
+        if shared.lanes[lane].jobs().fetch_add(count, Ordering::AcqRel) == 0 {
+            // The lane's one strong reference; released by the ticket whose drop brings the
+            // count back to 0.
+            let _ = Arc::into_raw(Arc::clone(shared));
+        }
+        let pointer =
+            NonNull::new(Arc::as_ptr(shared).cast_mut()).expect("Arc::as_ptr is never null");
+        out.extend((0..count).map(|_| {
+            make(LaneTicket {
+                shared: pointer,
+                lane,
+            })
+        }));
+    }
+
+    /// The lane this ticket is counted in.
+    pub(crate) fn lane(&self) -> usize {
+        self.lane
+    }
+
+    /// The consumer, while this ticket keeps it alive.
+    pub(crate) fn shared(&self) -> &ConsumerShared {
+        // SAFETY: the pointer is `Arc::as_ptr` of a live `Arc` (allocation provenance), and
+        // while this ticket is counted in its lane (until its `Drop`), the lane holds a strong
+        // reference, so the consumer outlives the returned borrow of `self`.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.shared.as_ref()
+        }
+    }
+
+    /// Calls `f` with a [`Consumer`] handle on this ticket's consumer that owns no count of its
+    /// own (it is never dropped); the listener gets it as its `&Consumer` and may clone it.
+    pub(crate) fn with_consumer<R>(&self, f: impl FnOnce(&Consumer) -> R) -> R {
+        // SAFETY: the pointer is `Arc::as_ptr` of an `Arc<ConsumerShared>`, the pointer
+        // `Arc::into_raw` returns, as `from_raw` requires. The `Arc` made here is never dropped
+        // (`ManuallyDrop`, also on unwinding), so it takes no count it does not own; the
+        // lane's strong reference keeps the consumer alive while `self` is borrowed, which
+        // outlasts `f` and any clone `f` makes (a clone takes its own count).
+        #[allow(unsafe_code)]
+        let consumer = ManuallyDrop::new(Consumer::from_shared(unsafe {
+            Arc::from_raw(self.shared.as_ptr())
+        }));
+        f(&consumer)
+    }
+}
+
+impl Drop for LaneTicket {
+    /// Ends the ticket: one `fetch_sub` of the lane's count and, if that was the last ticket,
+    /// the release of the lane's strong reference.
+    fn drop(&mut self) {
+        let jobs = self.shared().lanes[self.lane].jobs();
+        // Nothing of the consumer is touched after a decrement that does not reach 0 (another
+        // thread may then release the last reference at any time), exactly as in `Arc::drop`.
+        if jobs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: the count went 1 -> 0, so this ticket owns the lane's strong reference,
+            // taken by the `issue` that moved the count from 0, and releases it once. The
+            // pointer is `Arc::as_ptr` of that `Arc` (allocation provenance), as
+            // `decrement_strong_count` requires.
+            #[allow(unsafe_code)]
+            unsafe {
+                Arc::decrement_strong_count(self.shared.as_ptr())
+            };
+        }
+    }
+}
