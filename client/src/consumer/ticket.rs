@@ -59,9 +59,16 @@ pub(crate) struct LaneTicket {
     lane: usize,
 }
 
-// SAFETY: a ticket is a handle on a `ConsumerShared` (which is `Send + Sync`: every field is, or
-// is behind a lock or an atomic), like an `Arc<ConsumerShared>`; nothing in it is tied to the
-// thread that made it, and its `Drop` only does atomic operations and an `Arc` release.
+/// The `Send`/`Sync` impls below rest on this: a field added to the consumer that is neither
+/// `Send` nor `Sync` fails the build here instead of making them unsound.
+const _: fn() = || {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<ConsumerShared>();
+};
+
+// SAFETY: a ticket is a handle on a `ConsumerShared` (which is `Send + Sync`, asserted above),
+// like an `Arc<ConsumerShared>`; nothing in it is tied to the thread that made it, and its
+// `Drop` only does atomic operations and an `Arc` release.
 #[allow(unsafe_code)]
 unsafe impl Send for LaneTicket {}
 
