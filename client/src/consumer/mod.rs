@@ -5,9 +5,9 @@
 //! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes.
 //! - `lane.rs`: the messages waiting for one listener executor.
 //! - [`ConsumerExecutor`] / [`ConsumerExecutors`] (`executors.rs`): where a consumer hands its
-//!   work; [`ConsumerJob`] (`job.rs`): the work. A listener job keeps its consumer alive
-//!   with a `LaneTicket` (`ticket.rs`: counted by the lane, not by the `Arc`; the client's
-//!   only `unsafe` code).
+//!   work; [`ConsumerJob`] (`job.rs`): the work. A job keeps its consumer alive with a
+//!   `JobTicket` (`ticket.rs`: counted per lane, not per job in the `Arc`; the client's only
+//!   `unsafe` code).
 //! - [`ConsumerOptions`] / [`SubscriptionType`] (`options.rs`): what a consumer is made with.
 //! - [`Message`] (`message.rs`, with short payloads and keys stored inline by
 //!   `inline_bytes.rs`) and [`MessageListener`] (`listener.rs`).
