@@ -72,6 +72,13 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        // Under Miri: fewer cases, and no failure file (Miri's isolation has no `getcwd`).
+        #![proptest_config(if cfg!(miri) {
+            ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() }
+        } else {
+            ProptestConfig::default()
+        })]
+
         #[test]
         fn the_key_indexer_agrees_with_the_modulo(hash in any::<u32>(), len in 1usize..=4096) {
             prop_assert_eq!(KeyIndexer::new(len).index_for_hash(hash), index_for_hash(hash, len));

@@ -1,6 +1,9 @@
 //! Consumer as a specification: receive, listener dispatch (in order, per key for Key_Shared,
 //! on the executor Pulsar picks), panicking listeners, close (exact counts, races), and
 //! dispatch on any ConsumerExecutor.
+//!
+//! Under Miri (`cfg!(miri)`) the message counts and race rounds are smaller, with the same
+//! assertions.
 
 mod support;
 
@@ -207,14 +210,15 @@ fn a_listener_gets_every_message_in_order_on_the_pinned_listener_thread() {
         SubscriptionType::Failover,
         SubscriptionType::Shared,
     ] {
+        const MESSAGES: u64 = if cfg!(miri) { 200 } else { 10_000 };
         let client = client(8);
         let (consumer, seen) = recording_consumer(&client, subscription_type);
-        for id in 0..10_000 {
+        for id in 0..MESSAGES {
             consumer.deliver(message(id)).unwrap();
         }
-        wait_for_seen(&seen, 10_000);
+        wait_for_seen(&seen, MESSAGES as usize);
         let snapshot = seen.snapshot();
-        assert_eq!(seen.ids(), (0..10_000).collect::<Vec<_>>());
+        assert_eq!(seen.ids(), (0..MESSAGES).collect::<Vec<_>>());
         assert!(snapshot
             .iter()
             .all(|(thread, _, _)| *thread == snapshot[0].0));
@@ -225,8 +229,8 @@ fn a_listener_gets_every_message_in_order_on_the_pinned_listener_thread() {
 
 #[test]
 fn key_shared_keeps_each_keys_order_across_8_listener_threads_for_100000_messages() {
-    const MESSAGES: u64 = 100_000;
-    const KEYS: u64 = 1_000;
+    const MESSAGES: u64 = if cfg!(miri) { 800 } else { 100_000 };
+    const KEYS: u64 = if cfg!(miri) { 40 } else { 1_000 };
     let client = client(8);
     let (consumer, seen) = recording_consumer(&client, SubscriptionType::KeyShared);
     for id in 0..MESSAGES {
@@ -318,16 +322,17 @@ fn a_panicking_listener_does_not_stop_delivery() {
             },
         ))
         .unwrap();
-    for id in 0..1_000 {
+    const MESSAGES: u64 = if cfg!(miri) { 100 } else { 1_000 };
+    for id in 0..MESSAGES {
         consumer.deliver(message(id)).unwrap();
     }
-    wait_for_seen(&seen, 900);
+    wait_for_seen(&seen, (MESSAGES - MESSAGES / 10) as usize);
     quiesce(client.external_executor_provider());
     assert_eq!(
         seen.ids(),
-        (0..1_000).filter(|id| id % 10 != 0).collect::<Vec<_>>()
+        (0..MESSAGES).filter(|id| id % 10 != 0).collect::<Vec<_>>()
     );
-    assert_eq!(consumer.listener_panics(), 100);
+    assert_eq!(consumer.listener_panics(), MESSAGES / 10);
     client.close();
 }
 
@@ -335,9 +340,9 @@ fn a_panicking_listener_does_not_stop_delivery() {
 
 #[test]
 fn close_racing_deliver_loses_nothing_and_hands_nothing_twice() {
-    const ROUNDS: usize = 40;
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 40 };
     const FEEDERS: u64 = 3;
-    const PER_FEEDER: u64 = 2_000;
+    const PER_FEEDER: u64 = if cfg!(miri) { 60 } else { 2_000 };
     for round in 0..ROUNDS {
         let client = client(4);
         let subscription_type = if round % 2 == 0 {
@@ -366,7 +371,7 @@ fn close_racing_deliver_loses_nothing_and_hands_nothing_twice() {
             })
             .collect();
         barrier.wait();
-        for _ in 0..round * 50 {
+        for _ in 0..round * (PER_FEEDER as usize / 40) {
             thread::yield_now(); // vary how far the feeders got
         }
         let returned: Vec<u64> = consumer.close().iter().map(id_of).collect();
@@ -395,8 +400,8 @@ fn close_racing_deliver_loses_nothing_and_hands_nothing_twice() {
 
 #[test]
 fn close_racing_receive_loses_nothing_and_hands_nothing_twice() {
-    const ROUNDS: usize = 40;
-    const MESSAGES: u64 = 5_000;
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 40 };
+    const MESSAGES: u64 = if cfg!(miri) { 200 } else { 5_000 };
     for round in 0..ROUNDS {
         let client = client(1);
         let consumer = client
@@ -417,7 +422,7 @@ fn close_racing_receive_loses_nothing_and_hands_nothing_twice() {
                 })
             })
             .collect();
-        for _ in 0..round * 20 {
+        for _ in 0..round * (MESSAGES as usize / 250) {
             thread::yield_now();
         }
         let mut all: Vec<u64> = consumer.close().iter().map(id_of).collect();
@@ -503,20 +508,21 @@ fn a_consumer_dispatches_on_any_consumer_executor() {
             0,
         ),
     );
+    const MESSAGES: u64 = if cfg!(miri) { 100 } else { 1_000 };
     let _ = format!("{consumer:?}");
-    for id in 0..1_000 {
+    for id in 0..MESSAGES {
         consumer.deliver(message(id)).unwrap();
     }
-    wait_for_seen(&seen, 1_000);
-    assert_eq!(seen.ids(), (0..1_000).collect::<Vec<_>>());
+    wait_for_seen(&seen, MESSAGES as usize);
+    assert_eq!(seen.ids(), (0..MESSAGES).collect::<Vec<_>>());
     assert_eq!(
         listener.jobs.load(Ordering::Relaxed),
-        1_000,
+        MESSAGES as usize,
         "one job per message"
     );
     let triggers = internal.jobs.load(Ordering::Relaxed);
     assert!(
-        (1..=1_000).contains(&triggers),
+        (1..=MESSAGES as usize).contains(&triggers),
         "at most one trigger per delivery: {triggers}"
     );
     assert!(consumer.close().is_empty());

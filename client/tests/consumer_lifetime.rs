@@ -1,10 +1,15 @@
 //! A consumer's own memory while its listener jobs are in flight: listener jobs hold no
-//! reference count of their own (`job.rs`: the lane counts them and holds one reference for
-//! all), so these tests check, with a drop counter on the listener (dropped with the
-//! consumer's shared state), that the state is freed exactly once and never while a job could
-//! still reach it — whether the jobs run, are returned by `shutdown_now` and dropped, run
-//! after `close`, or race the last handle's drop. They also run under valgrind memcheck in
-//! `cargo xtask test`.
+//! reference count of their own (`ticket.rs`: the lane counts them and holds one reference for
+//! all, the client's only `unsafe` code), so these tests check, with a drop counter on the
+//! listener (dropped with the consumer's shared state), that the state is freed exactly once
+//! and never while a job could still reach it — whether the jobs run, are returned by
+//! `shutdown_now` and dropped (on one thread or two at once), run after `close`, or race the
+//! last handle's drop.
+//!
+//! They are the regression tests for that `unsafe` code: they run under Miri (Stacked
+//! Borrows, which caught pointers made from `&ConsumerShared` being handed to `Arc::from_raw`)
+//! and under valgrind memcheck in `cargo xtask test`. Under Miri the racing tests run fewer
+//! rounds (`cfg!(miri)`), with the same assertions.
 
 mod support;
 
@@ -189,7 +194,7 @@ fn listener_jobs_refused_by_a_shut_down_executor_leave_their_messages_for_close(
 /// threads: in every round the state is freed exactly once, after the last job.
 #[test]
 fn dropping_the_last_handle_racing_dispatch_frees_the_consumer_exactly_once() {
-    const ROUNDS: usize = 300;
+    const ROUNDS: usize = if cfg!(miri) { 6 } else { 300 };
     let rig = Rig::new(2);
     for round in 0..ROUNDS {
         let consumer = rig.consumer(SubscriptionType::KeyShared);
@@ -217,6 +222,69 @@ fn dropping_the_last_handle_racing_dispatch_frees_the_consumer_exactly_once() {
     let ids = rig.seen.ids();
     let distinct: std::collections::HashSet<u64> = ids.iter().copied().collect();
     assert_eq!(distinct.len(), ids.len(), "no message was handed out twice");
+}
+
+/// Unrun listener jobs dropped on two threads at once: their tickets race for the lane's last
+/// release, which must happen exactly once, after both threads are done with the consumer.
+#[test]
+fn listener_jobs_dropped_on_two_threads_at_once_free_the_consumer_exactly_once() {
+    const ROUNDS: usize = if cfg!(miri) { 2 } else { 50 };
+    const MESSAGES: u64 = 16;
+    for round in 0..ROUNDS {
+        let rig = Rig::new(1);
+        let consumer = rig.consumer(SubscriptionType::Shared);
+        let release = block(&rig.listeners[0]);
+        for id in 0..MESSAGES {
+            consumer.deliver(message(id)).unwrap();
+        }
+        drain(&rig.internal); // routed: the listener jobs wait behind the blocker
+        drop(consumer);
+        let mut returned = rig.listeners[0].shutdown_now();
+        assert_eq!(returned.len(), MESSAGES as usize, "round {round}");
+        let other_half = returned.split_off(returned.len() / 2);
+        let dropper = std::thread::spawn(move || drop(other_half));
+        drop(returned);
+        dropper.join().unwrap();
+        assert_eq!(rig.freed(), 1, "round {round}");
+        assert_eq!(rig.seen.len(), 0, "unrun jobs delivered nothing");
+        drop(release);
+    }
+}
+
+/// Listener jobs run on the listener thread while the last handle is dropped on this one, and
+/// the listener clones the `&Consumer` it is given: the clone keeps the state alive past the
+/// jobs, and the state is freed once, when the clone goes.
+#[test]
+fn a_consumer_cloned_by_its_listener_outlives_the_jobs_and_is_freed_once() {
+    let rig = Rig::new(1);
+    let kept: Arc<std::sync::Mutex<Vec<Consumer>>> = Arc::default();
+    let keeper = Arc::clone(&kept);
+    let token = rig.freed.token();
+    let consumer = Consumer::new(
+        ConsumerOptions::new("cloned").message_listener(move |c: &Consumer, _: Message| {
+            let _alive = &token;
+            keeper.lock().unwrap().push(c.clone());
+        }),
+        ConsumerExecutors::new(
+            Arc::new(rig.internal.clone()),
+            vec![Arc::new(rig.listeners[0].clone()) as Arc<dyn ConsumerExecutor>],
+            0,
+        ),
+    );
+    for id in 0..8 {
+        consumer.deliver(message(id)).unwrap();
+    }
+    drop(consumer);
+    rig.drain_all();
+    assert_eq!(
+        kept.lock().unwrap().len(),
+        8,
+        "every message reached the listener"
+    );
+    assert_eq!(rig.freed(), 0, "the listener's clones keep the consumer");
+    let clones = std::mem::take(&mut *kept.lock().unwrap());
+    drop(clones);
+    assert_eq!(rig.freed(), 1);
 }
 
 #[test]

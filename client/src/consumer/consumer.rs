@@ -3,7 +3,7 @@
 use crate::consumer::dispatch::RoutingState;
 use crate::consumer::lane::Lane;
 use crate::consumer::padded::CachePadded;
-use crate::consumer::sync::{AtomicBool, AtomicU64, Mutex};
+use crate::consumer::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
 use crate::consumer::{
     ConsumerExecutor, ConsumerExecutors, ConsumerOptions, Message, MessageListener,
     SubscriptionType,
@@ -92,6 +92,9 @@ pub(crate) struct ConsumerShared {
     pub(crate) routing: Mutex<RoutingState>,
     /// Set once by `close`, before it terminates the receive queue.
     pub(crate) closed: AtomicBool,
+    /// Trigger jobs that exist (queued, running, or refused and not yet dropped); the count
+    /// holds one strong reference to this state while it is above 0 (see `ticket.rs`).
+    pub(crate) trigger_jobs: AtomicUsize,
     /// Listener calls that panicked.
     pub(crate) listener_panics: AtomicU64,
     /// Whether the "executor refused a job" warning was logged (once per consumer).
@@ -129,6 +132,7 @@ impl Consumer {
                 trigger_pending: CachePadded(AtomicBool::new(false)),
                 routing: Mutex::new(routing),
                 closed: AtomicBool::new(false),
+                trigger_jobs: AtomicUsize::new(0),
                 listener_panics: AtomicU64::new(0),
                 rejection_logged: AtomicBool::new(false),
             }),

@@ -12,7 +12,7 @@
 //!    receive queue to the lanes: each lane's share of a batch is appended under one lock of
 //!    the lane, then one listener job per message goes to the lane's executor, the whole share
 //!    in one [`execute_jobs`](crate::ConsumerExecutor::execute_jobs) call (one lock of our
-//!    executor's queue per share), the jobs counted in the lane with one atomic add (`job.rs`:
+//!    executor's queue per share), the jobs counted in the lane with one atomic add (`ticket.rs`:
 //!    listener jobs hold no reference count of their own). It checks
 //!    `closed` between batches, and after [`MAX_PER_PASS`] messages it re-triggers instead of
 //!    going on, so one busy consumer cannot monopolise a shared internal executor.

@@ -26,7 +26,7 @@ struct LaneState {
     messages: Mutex<VecDeque<Message>>,
     /// Listener jobs of this lane that exist (queued, running, or refused and not yet
     /// dropped); the lane holds one strong reference to the consumer while this is above 0
-    /// (see `job.rs`).
+    /// (see `ticket.rs`).
     jobs: AtomicUsize,
 }
 
@@ -41,7 +41,7 @@ impl Lane {
         }
     }
 
-    /// The lane's job count (see `job.rs`).
+    /// The lane's job count (see `ticket.rs`).
     #[inline]
     pub(crate) fn jobs(&self) -> &AtomicUsize {
         &self.state.jobs

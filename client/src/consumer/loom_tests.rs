@@ -7,9 +7,10 @@
 //!   fast path where `deliver` only *loads* the flag;
 //! - close racing deliver and routing: every accepted message is handed to the listener or
 //!   returned by `close`, exactly once;
-//! - the listener jobs' lifetime protocol (`job.rs`): a lane's job count falling to 0 on a
+//! - the listener jobs' lifetime protocol (`ticket.rs`): a lane's job count falling to 0 on a
 //!   listener thread while the router adds a new share never frees the consumer early or
-//!   twice, and the last release frees it exactly once.
+//!   twice, and the last release frees it exactly once — also when unrun jobs are dropped on
+//!   two threads at once.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-client
 //! --release --lib loom` (`cargo xtask test` does).
@@ -216,5 +217,35 @@ fn loom_the_last_listener_job_racing_a_new_share_frees_the_consumer_once_and_nev
         while internal.run_one() || listener.run_one() {}
         assert_eq!(counters.seen.load(Ordering::SeqCst), 2);
         assert_eq!(counters.freed.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn loom_unrun_listener_jobs_dropped_on_two_threads_at_once_free_the_consumer_exactly_once() {
+    loom::model(|| {
+        let model = Model::new();
+        model.consumer.deliver(Message::new([0])).unwrap();
+        model.consumer.deliver(Message::new([1])).unwrap(); // coalesced into the same trigger
+        assert!(model.internal.run_one()); // one pass: two listener jobs, the count 0 -> 2
+        let Model {
+            internal,
+            listener,
+            counters,
+            consumer,
+        } = model;
+        drop(consumer); // only the two jobs keep the state alive now
+        let mut jobs = std::mem::take(&mut *listener.jobs.lock().unwrap());
+        assert_eq!(jobs.len(), 2);
+        let first = jobs.pop_front().unwrap();
+        let dropper = thread::spawn(move || drop(first));
+        drop(jobs); // the second, racing the first
+        dropper.join().unwrap();
+        assert_eq!(counters.freed.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            counters.seen.load(Ordering::SeqCst),
+            0,
+            "unrun jobs deliver nothing"
+        );
+        assert!(!internal.run_one() && !listener.run_one());
     });
 }

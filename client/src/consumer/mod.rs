@@ -5,8 +5,9 @@
 //! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes.
 //! - `lane.rs`: the messages waiting for one listener executor.
 //! - [`ConsumerExecutor`] / [`ConsumerExecutors`] (`executors.rs`): where a consumer hands its
-//!   work; [`ConsumerJob`] (`job.rs`): the work, and how a listener job keeps its consumer
-//!   alive without an `Arc` count of its own.
+//!   work; [`ConsumerJob`] (`job.rs`): the work. A job keeps its consumer alive with a
+//!   `JobTicket` (`ticket.rs`: counted per lane, not per job in the `Arc`; the client's only
+//!   `unsafe` code).
 //! - [`ConsumerOptions`] / [`SubscriptionType`] (`options.rs`): what a consumer is made with.
 //! - [`Message`] (`message.rs`, with short payloads and keys stored inline by
 //!   `inline_bytes.rs`) and [`MessageListener`] (`listener.rs`).
@@ -25,6 +26,7 @@ mod message;
 mod options;
 mod padded;
 mod sync;
+mod ticket;
 
 pub use consumer::Consumer;
 pub(crate) use consumer::ConsumerShared;
