@@ -159,6 +159,12 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "growable_array_blocking_queue",
         ],
     ),
+    // The consumer's job tickets (one strong reference per lane's jobs, released by the
+    // last job): dispatch, listener lifetimes, close.
+    (
+        "pulsar-client",
+        &["--lib", "--test", "consumer_lifetime", "--test", "consumer"],
+    ),
 ];
 
 /// Runs [`MIRI_RUNS`] under Miri with Stacked Borrows (Miri's default model), each run's
