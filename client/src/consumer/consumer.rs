@@ -2,7 +2,7 @@
 
 use crate::consumer::dispatch::RoutingState;
 use crate::consumer::lane::Lane;
-use crate::consumer::padded::CachePadded;
+use crossbeam_utils::CachePadded;
 use crate::consumer::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
 use crate::consumer::{
     ConsumerExecutor, ConsumerExecutors, ConsumerOptions, Message, MessageListener,
@@ -125,11 +125,11 @@ impl Consumer {
             shared: Arc::new(ConsumerShared {
                 name,
                 subscription_type,
-                incoming: CachePadded(GrowableArrayBlockingQueue::new()),
+                incoming: CachePadded::new(GrowableArrayBlockingQueue::new()),
                 listener,
                 internal,
                 lanes,
-                trigger_pending: CachePadded(AtomicBool::new(false)),
+                trigger_pending: CachePadded::new(AtomicBool::new(false)),
                 routing: Mutex::new(routing),
                 closed: AtomicBool::new(false),
                 trigger_jobs: AtomicUsize::new(0),

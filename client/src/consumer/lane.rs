@@ -1,6 +1,6 @@
 //! `Lane`: the messages routed to one listener executor and not yet taken by a listener job.
 
-use crate::consumer::padded::CachePadded;
+use crossbeam_utils::CachePadded;
 use crate::consumer::sync::{AtomicUsize, Mutex};
 use crate::consumer::{ConsumerExecutor, Message};
 use std::collections::VecDeque;
@@ -33,8 +33,8 @@ struct LaneState {
 impl Lane {
     pub(crate) fn new(executor: Arc<dyn ConsumerExecutor>) -> Self {
         Self {
-            executor: CachePadded(executor),
-            state: CachePadded(LaneState {
+            executor: CachePadded::new(executor),
+            state: CachePadded::new(LaneState {
                 messages: Mutex::new(VecDeque::new()),
                 jobs: AtomicUsize::new(0),
             }),

@@ -24,7 +24,6 @@ mod listener;
 mod loom_tests;
 mod message;
 mod options;
-mod padded;
 mod sync;
 mod ticket;
 
