@@ -12,7 +12,7 @@ use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
-use crate::executors::scheduled::timer_heap::TimerHeap;
+use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
@@ -42,7 +42,7 @@ pub(crate) struct QueueState {
     /// is awake.
     worker_parked: bool,
     /// Delayed and periodic tasks waiting for their deadline.
-    timers: TimerHeap,
+    timers: TimerWheel,
 }
 
 impl WorkerSlot for QueueState {
@@ -135,7 +135,7 @@ impl ScheduledCore {
         Self {
             queue: CachePadded(Mutex::new(QueueState {
                 ring: Ring::with_capacity(crate::collections::ring::MIN_TRIM_CAPACITY),
-                timers: TimerHeap::new(),
+                timers: TimerWheel::new(),
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
