@@ -158,12 +158,18 @@ impl TimerWheel {
     /// in the wheel's current tick slot (level 0), else the start of the earliest occupied
     /// slot, which has to be cascaded first (never after the earliest deadline).
     pub(crate) fn peek_deadline(&self) -> Option<Instant> {
-        let nanos = self.next_nanos()?;
+        let nanos = self.next_due_nanos()?;
         Some(add_saturating(self.origin, Duration::from_nanos(nanos)))
     }
 
-    /// [`peek_deadline`](Self::peek_deadline) in nanoseconds from the origin.
-    fn next_nanos(&self) -> Option<u64> {
+    /// The wheel's tick 0: [`next_due_nanos`](Self::next_due_nanos) counts from it.
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    /// [`peek_deadline`](Self::peek_deadline) in nanoseconds from the
+    /// [`origin`](Self::origin).
+    pub(crate) fn next_due_nanos(&self) -> Option<u64> {
         let expiration = self.next_expiration()?;
         if expiration.level == 0 {
             let levels = self.levels.as_deref()?;
@@ -177,7 +183,7 @@ impl TimerWheel {
     pub(crate) fn push(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
         let deadline = self.nanos(deadline);
         let tick = (deadline >> TICK_SHIFT).max(self.elapsed);
-        let before = self.next_nanos();
+        let before = self.next_due_nanos();
         let seq = self.next_seq;
         self.next_seq += 1;
         let node = Node {
@@ -269,11 +275,7 @@ impl TimerWheel {
     ) -> Vec<Arc<dyn Timer>> {
         let mut taken = Vec::new();
         for index in 0..self.nodes.len() {
-            if self.nodes[index]
-                .entry
-                .as_deref()
-                .is_some_and(&mut take)
-            {
+            if self.nodes[index].entry.as_deref().is_some_and(&mut take) {
                 taken.push(self.take(index));
             }
         }
