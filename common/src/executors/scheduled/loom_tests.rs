@@ -197,6 +197,10 @@ fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
         ScheduledCore::run_ready(&core);
         assert_eq!(core.pending_tasks(), 0);
         assert_eq!(ran.load(Ordering::SeqCst) + usize::from(cancelled), 3);
-        assert_eq!(dropped.load(Ordering::SeqCst), 3, "every closure dropped once");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            3,
+            "every closure dropped once"
+        );
     });
 }
