@@ -17,11 +17,15 @@ use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
+use crate::sync::{spin_until, Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
+
+/// How long the worker spins, without yielding, for work or a timer falling due while a timer is
+/// armed, before it parks (see `spin_for_work`).
+const TIMER_SPIN: Duration = Duration::from_micros(10);
 
 /// How long the worker must have been idle before it gives the memory of a burst back.
 const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
@@ -671,9 +675,19 @@ impl ScheduledCore {
     /// A short bounded spin, then a few yields, watching for immediate work and for a timer
     /// falling due; an idle executor then parks (until the next deadline, if a timer is
     /// armed) and costs no CPU.
+    ///
+    /// With a timer armed the spin never yields: `yield_now` can hand the core to an unrelated
+    /// busy thread for a whole time slice (milliseconds), and a timer falling due meanwhile
+    /// would be that late; a parked worker is woken by the kernel with wake-up preemption
+    /// instead. The spin stays bounded (`TIMER_SPIN`), then the worker parks until the
+    /// deadline.
     fn spin_for_work(&self) {
-        self.lifecycle
-            .spin_for_work(|| self.work_hint() || self.timer_due_hint());
+        let ready = || self.work_hint() || self.timer_due_hint();
+        if self.next_due.load(Ordering::Relaxed) == u64::MAX {
+            self.lifecycle.spin_for_work(ready);
+        } else {
+            spin_until(ready, TIMER_SPIN);
+        }
     }
 
     /// Whether there may be an immediate task or a state change to act on (a lock-free hint).
