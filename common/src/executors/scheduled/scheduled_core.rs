@@ -451,12 +451,13 @@ impl ScheduledCore {
         }
     }
 
-    /// Runs the due timers one at a time, then claims and runs the batch one task at a time;
-    /// between two tasks, timers that have fallen due meanwhile (the `next_due` hint) are
-    /// taken and run first. `shutdown_now` may steal the rest of the batch, `cancel` may
-    /// remove a due timer.
+    /// Claims and runs the batch one task at a time, then the due timers one at a time;
+    /// between two tasks, if a timer has fallen due since the pass began (the `next_due`
+    /// hint), the due timers are taken and run first. (The timers already due when the pass
+    /// began run after its tasks, which were queued before it began: `execute(a)` then
+    /// `schedule(Duration::ZERO, b)` runs `a` first.) `shutdown_now` may steal the rest of
+    /// the batch, `cancel` may remove a due timer.
     fn run_batch(this: &Arc<Self>) {
-        Self::run_due(this);
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
         while let Some(task) = unsafe { this.batch.claim() } {
@@ -466,6 +467,7 @@ impl ScheduledCore {
                 Self::run_due(this);
             }
         }
+        Self::run_due(this);
     }
 
     /// Runs the timers in the due list, earliest first, one at a time.
