@@ -454,9 +454,9 @@ impl ScheduledCore {
     /// Claims and runs the batch one task at a time, then the due timers one at a time;
     /// between two tasks, if a timer has fallen due since the pass began (the `next_due`
     /// hint), the due timers are taken and run first. (The timers already due when the pass
-    /// began run after its tasks, which were queued before it began: `execute(a)` then
-    /// `schedule(Duration::ZERO, b)` runs `a` first.) `shutdown_now` may steal the rest of
-    /// the batch, `cancel` may remove a due timer.
+    /// began run after its tasks, which were queued before it began: on an idle worker
+    /// `execute(a)` then `schedule(Duration::ZERO, b)` runs `a` first.) `shutdown_now` may
+    /// steal the rest of the batch, `cancel` may remove a due timer.
     fn run_batch(this: &Arc<Self>) {
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
