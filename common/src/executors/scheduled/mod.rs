@@ -17,8 +17,6 @@ mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;
 mod timer_entry;
-#[allow(dead_code)] // superseded by `timer_wheel`; removed once the branch lands
-mod timer_heap;
 mod timer_wheel;
 
 #[cfg(all(test, loom))]
