@@ -167,6 +167,59 @@ fn an_immediate_task_does_not_wait_behind_a_far_timer() {
     assert!(far.cancel());
 }
 
+/// A pass runs the tasks queued before it began ahead of the timers that were due when it
+/// began (contrast with the next test: a timer falling due *during* a pass goes ahead).
+#[test]
+fn a_zero_delay_timer_scheduled_after_a_task_on_an_idle_executor_runs_after_it() {
+    for _ in 0..100 {
+        let executor = executor("task-then-timer");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let log = |name: &'static str| {
+            let order = Arc::clone(&order);
+            move || order.lock().unwrap().push(name)
+        };
+        executor.execute(log("task")).unwrap();
+        let timer = executor.schedule(Duration::ZERO, log("timer")).unwrap();
+        timer.join().unwrap();
+        drain(&executor);
+        assert_eq!(*order.lock().unwrap(), ["task", "timer"]);
+        executor.shutdown();
+        assert!(executor.await_termination(LONG));
+    }
+}
+
+#[test]
+fn a_timer_falling_due_during_a_batch_runs_before_the_rest_of_the_batch() {
+    let executor = executor("timer-between-tasks");
+    let release = block_worker(&executor);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let log = |name: &'static str| {
+        let order = Arc::clone(&order);
+        move || order.lock().unwrap().push(name)
+    };
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let timer = executor
+        .schedule(Duration::from_millis(20), log("timer"))
+        .unwrap();
+    // The first task of the batch outlasts the timer's deadline (elapsed time is what this
+    // test is about); the second is queued behind it in the same batch.
+    let first = log("first task");
+    executor
+        .execute(move || {
+            let_time_pass_until(deadline + Duration::from_millis(1));
+            first();
+        })
+        .unwrap();
+    executor.execute(log("second task")).unwrap();
+    release.send(()).unwrap();
+    timer.join().unwrap();
+    drain(&executor);
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["first task", "timer", "second task"]
+    );
+}
+
 #[test]
 fn a_batch_takes_the_fast_path_in_order_and_a_refused_batch_comes_back_whole() {
     let executor = executor("batch");

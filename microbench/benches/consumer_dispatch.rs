@@ -39,6 +39,8 @@ static ALLOC: CountingAllocator = CountingAllocator;
 
 const BENCH: &str = "consumer_dispatch";
 const TIMERS_BENCH: &str = "scheduled_executor";
+/// The timer targets' report: ours against the Java-style heaps, one group per target.
+const TIMER_TARGETS_BENCH: &str = "scheduled_timers";
 
 /// Variant names of `consumer_dispatch`, in report order.
 const DELAY_HEAP: &str = "delay_heap";
@@ -431,7 +433,7 @@ fn consumer_dispatch(c: &mut Criterion) {
 // ---- scheduled_executor: the fast path and cancel -----------------------------------------
 
 /// Our scheduled executor under the hand-off rig: `execute` (the FIFO fast path) or, with
-/// `SCHEDULE`, `schedule(Duration::ZERO, ..)` (through the timer heap).
+/// `SCHEDULE`, `schedule(Duration::ZERO, ..)` (through the timer wheel).
 struct ScheduledVia<const SCHEDULE: bool> {
     executor: ScheduledExecutor,
 }
@@ -497,13 +499,14 @@ const TIMERS: u64 = 1_000_000;
 const PLAIN_EXECUTE: &str = "plain_execute";
 const SCHEDULED_EXECUTE: &str = "scheduled_execute";
 const LAZY_CANCEL_HEAP: &str = "lazy_cancel_heap";
-const SCHEDULED_CANCEL: &str = "scheduled_cancel";
+/// Ours, in every group of the timer targets' report.
+const SCHEDULED: &str = "scheduled";
 const NS_PER_TASK: &str = "ns/task";
 const ALLOCS_PER_TASK: &str = "allocs/task";
 const NS_PER_TIMER: &str = "ns/timer";
 const ENTRIES_LEFT: &str = "entries left";
-const SLOTS_LEFT: &str = "heap slots left";
-const PEAK_SLOTS: &str = "peak heap slots";
+const SLOTS_LEFT: &str = "timer slots left";
+const PEAK_SLOTS: &str = "peak timer slots";
 
 fn handoff_group() -> String {
     format!("execute hand-off, K={HANDOFF_TASKS}, 1 submitter")
@@ -513,39 +516,24 @@ fn timers_group() -> String {
     format!("{TIMERS} timers scheduled (1 h) then cancelled")
 }
 
+fn schedule_zero_group() -> String {
+    format!("schedule(0) hand-off, K={HANDOFF_TASKS}, 1 submitter")
+}
+
 fn timers_meta() -> BenchMeta {
     BenchMeta {
         bench: TIMERS_BENCH.into(),
-        title: "Scheduled executor: the execute fast path, and prompt cancel".into(),
+        title: "Scheduled executor: the execute fast path".into(),
         description: format!(
             "Hand-off: the executor_handoff workload (a batch of K tasks counting down a latch, \
              then wait) from one submitter into `plain_execute` = PulsarExecutors' \
              single-thread executor, `scheduled_execute` = ScheduledExecutor::execute (the \
-             FIFO fast path), `scheduled_schedule_zero` = ScheduledExecutor::schedule(0) \
-             (through our timer heap), `delay_heap_execute` = a Java-style \
-             ScheduledThreadPoolExecutor (every task through its delay heap). Timers: \
-             {TIMERS} one-hour timers armed, then all cancelled, on one thread: ours \
-             (`scheduled_cancel`: cancel removes the entry and drops the closure at once) \
-             against `lazy_cancel_heap` (Java's default and scheduled-thread-pool's: cancel \
-             sets a flag; the entry stays in the heap until its deadline). Lateness: \
-             {LATE_TIMERS} timers due 0-{spread} ms ahead while a loader thread keeps the \
-             worker busy with batches of {LOAD_BATCH} immediate tasks of ~1 us each; \
-             lateness = when the timer ran minus its deadline (never negative: nothing runs \
-             early), on our ScheduledExecutor and on the Java-style delay heap.",
-            spread = LATE_SPREAD.as_millis()
+             FIFO fast path). The timers (schedule(0), schedule + cancel, lateness) are in the \
+             `{TIMER_TARGETS_BENCH}` report."
         ),
         group_label: "workload".into(),
         variant_label: "executor".into(),
-        variants: vec![
-            PLAIN_EXECUTE.into(),
-            SCHEDULED_EXECUTE.into(),
-            ScheduledVia::<true>::NAME.into(),
-            DelayHeapExecutor::NAME.into(),
-            LAZY_CANCEL_HEAP.into(),
-            SCHEDULED_CANCEL.into(),
-            DELAY_HEAP_TIMERS.into(),
-            SCHEDULED_TIMERS.into(),
-        ],
+        variants: vec![PLAIN_EXECUTE.into(), SCHEDULED_EXECUTE.into()],
         baseline: Some(PLAIN_EXECUTE.into()),
         subject: Some(SCHEDULED_EXECUTE.into()),
         figures: vec![
@@ -555,21 +543,6 @@ fn timers_meta() -> BenchMeta {
                 1,
             ),
             FigureSpec::new(ALLOCS_PER_TASK, "allocations per task, net of the latch", 3),
-            FigureSpec::new(NS_PER_TIMER, "wall time per timer, schedule + cancel", 1),
-            FigureSpec::new(ENTRIES_LEFT, "entries still held after every cancel", 0),
-            FigureSpec::new(
-                SLOTS_LEFT,
-                "timer-heap slots still allocated after every cancel",
-                0,
-            ),
-            FigureSpec::new(PEAK_SLOTS, "timer-heap slots at the peak", 0),
-            FigureSpec::new(
-                P50_LATE,
-                "median timer lateness (fire time - deadline), us",
-                0,
-            ),
-            FigureSpec::new(P99_LATE, "99th percentile timer lateness, us", 0),
-            FigureSpec::new(MAX_LATE, "largest timer lateness, us", 0),
         ],
         ratio_figures: vec![NS_PER_TASK.into()],
         chart_figures: vec![NS_PER_TASK.into()],
@@ -581,8 +554,104 @@ fn timers_meta() -> BenchMeta {
             max_ratio: 1.2,
             groups: vec![handoff_group()],
         }],
+        notes: Vec::new(),
+    }
+}
+
+/// The timer targets (issue 15, target 3): ours (`scheduled`, the subject of every group)
+/// against the one Java-style peer of each group, so each target's ratio is "ours / the peer"
+/// of the same round.
+fn timer_targets_meta() -> BenchMeta {
+    BenchMeta {
+        bench: TIMER_TARGETS_BENCH.into(),
+        title: "Scheduled executor timers against Java-style delay heaps".into(),
+        description: format!(
+            "`{SCHEDULED}` = our ScheduledExecutor, in every group. schedule(0): the \
+             executor_handoff workload (K={HANDOFF_TASKS} tasks counting down a latch, then \
+             wait) through ScheduledExecutor::schedule(Duration::ZERO, ..) against \
+             `{DELAY_HEAP}` = a Java-style one-thread ScheduledThreadPoolExecutor (every task \
+             boxed into its delay heap). Cancel: {TIMERS} one-hour timers armed, then all \
+             cancelled, on one thread: ours (cancel unlinks the entry and drops the closure at \
+             once) against `{LAZY_CANCEL_HEAP}` (Java's default and scheduled-thread-pool's: \
+             cancel sets a flag; the entry stays in the heap until its deadline). Lateness: \
+             {LATE_TIMERS} timers due 0-{spread} ms ahead while a loader thread keeps the \
+             worker busy with batches of {LOAD_BATCH} immediate tasks of ~1 us each; lateness \
+             = when the timer ran minus its deadline (never negative: nothing runs early), \
+             ours against `{DELAY_HEAP}`.",
+            spread = LATE_SPREAD.as_millis()
+        ),
+        group_label: "workload".into(),
+        variant_label: "executor".into(),
+        variants: vec![SCHEDULED.into(), DELAY_HEAP.into(), LAZY_CANCEL_HEAP.into()],
+        baseline: None,
+        subject: Some(SCHEDULED.into()),
+        figures: vec![
+            FigureSpec::new(
+                NS_PER_TASK,
+                "wall time per task handed off (median of samples)",
+                1,
+            ),
+            FigureSpec::new(ALLOCS_PER_TASK, "allocations per task, net of the latch", 3),
+            FigureSpec::new(NS_PER_TIMER, "wall time per timer, schedule + cancel", 1),
+            FigureSpec::new(ENTRIES_LEFT, "entries still held after every cancel", 0),
+            FigureSpec::new(
+                SLOTS_LEFT,
+                "timer slots still allocated after every cancel",
+                0,
+            ),
+            FigureSpec::new(PEAK_SLOTS, "timer slots at the peak", 0),
+            FigureSpec::new(
+                P50_LATE,
+                "median timer lateness (fire time - deadline), us",
+                0,
+            ),
+            FigureSpec::new(P99_LATE, "99th percentile timer lateness, us", 0),
+            FigureSpec::new(MAX_LATE, "largest timer lateness, us", 0),
+        ],
+        ratio_figures: vec![
+            NS_PER_TASK.into(),
+            NS_PER_TIMER.into(),
+            P50_LATE.into(),
+            P99_LATE.into(),
+        ],
+        chart_figures: vec![NS_PER_TIMER.into()],
+        targets: vec![
+            Target {
+                description: "schedule + cancel <= 1.0x the lazy-cancel heap's time per timer \
+                              (ours still frees entry and closure at once)"
+                    .into(),
+                figure: NS_PER_TIMER.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec![timers_group()],
+            },
+            Target {
+                description: "timer lateness p50 under a busy worker <= 1.0x the delay heap's"
+                    .into(),
+                figure: P50_LATE.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec![lateness_group()],
+            },
+            Target {
+                description: "timer lateness p99 under a busy worker <= 1.0x the delay heap's"
+                    .into(),
+                figure: P99_LATE.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec![lateness_group()],
+            },
+            Target {
+                description: "schedule(Duration::ZERO) <= 1.0x the delay heap's time per task"
+                    .into(),
+                figure: NS_PER_TASK.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec![schedule_zero_group()],
+            },
+        ],
         notes: vec![format!(
-            "Timers: ours must end with 0 entries and at most 64 heap slots after {TIMERS} \
+            "Cancel: ours must end with 0 entries and at most 64 timer slots after {TIMERS} \
              schedule + cancel."
         )],
     }
@@ -593,13 +662,14 @@ fn handoff_row<E: Executor>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     settings: &Settings,
     progress: &mut Progress,
+    (bench, workload, id): (&str, String, &str),
     variant: &str,
     round: u32,
 ) {
     let latch = handoff::latch_cost();
     let rig = HandoffRig::<E>::start(1, HANDOFF_TASKS);
     let mut probe = Probe::new();
-    group.bench_function(format!("handoff/{variant}/r{round}"), |b| {
+    group.bench_function(format!("{id}/{variant}/r{round}"), |b| {
         b.iter_custom(|iters| probe.sample(iters, rig.batches_per_iter(), None, |n| rig.run(n)))
     });
     rig.shutdown();
@@ -609,8 +679,8 @@ fn handoff_row<E: Executor>(
     let ns = summary.wall_ns_per_iter / HANDOFF_TASKS as f64;
     let allocs = (summary.allocations_per_unit - latch.allocations as f64) / HANDOFF_TASKS as f64;
     report::record(&Row {
-        bench: TIMERS_BENCH.into(),
-        group: handoff_group(),
+        bench: bench.into(),
+        group: workload,
         variant: variant.into(),
         round,
         figures: vec![
@@ -729,7 +799,7 @@ fn timer_row(variant: &str, round: u32, settings: &Settings, progress: &mut Prog
     let summary = probe.summary(1).expect("one sample");
     let (left, slots, peak) = figures;
     report::record(&Row {
-        bench: TIMERS_BENCH.into(),
+        bench: TIMER_TARGETS_BENCH.into(),
         group: timers_group(),
         variant: variant.into(),
         round,
@@ -757,8 +827,6 @@ const LATE_SPREAD: Duration = Duration::from_millis(20);
 const LOAD_BATCH: usize = 64;
 /// Work per immediate task of the load.
 const LOAD_TASK: Duration = Duration::from_micros(1);
-const SCHEDULED_TIMERS: &str = "scheduled_timers";
-const DELAY_HEAP_TIMERS: &str = "delay_heap_timers";
 const P50_LATE: &str = "p50 late us";
 const P99_LATE: &str = "p99 late us";
 const MAX_LATE: &str = "max late us";
@@ -786,27 +854,27 @@ fn busy_task(done: Arc<microbench::latch::CountdownLatch>) -> impl FnOnce() + Se
 fn lateness_run(variant: &str) -> Vec<f64> {
     type Execute = Box<dyn Fn(BoxedTask) + Send + Sync>;
     type Schedule = Box<dyn Fn(Duration, BoxedTask) + Send + Sync>;
-    let (execute, schedule, stop): (Execute, Schedule, Box<dyn FnOnce()>) =
-        if variant == SCHEDULED_TIMERS {
-            let executor = ScheduledExecutor::new(NamedThreadFactory::new("lateness"));
-            let (a, b) = (executor.clone(), executor.clone());
-            (
-                Box::new(move |task| a.execute(task).expect("accepted")),
-                Box::new(move |delay, task| drop(b.schedule(delay, task).expect("accepted"))),
-                Box::new(move || {
-                    executor.shutdown();
-                    assert!(executor.await_termination(Duration::from_secs(10)));
-                }),
-            )
-        } else {
-            let executor = DelayHeapExecutor::start();
-            let (a, b) = (executor.handle(), executor.handle());
-            (
-                Box::new(move |task| assert!(a.execute_boxed(task))),
-                Box::new(move |delay, task| assert!(b.schedule(delay, task))),
-                Box::new(move || executor.shutdown()),
-            )
-        };
+    let (execute, schedule, stop): (Execute, Schedule, Box<dyn FnOnce()>) = if variant == SCHEDULED
+    {
+        let executor = ScheduledExecutor::new(NamedThreadFactory::new("lateness"));
+        let (a, b) = (executor.clone(), executor.clone());
+        (
+            Box::new(move |task| a.execute(task).expect("accepted")),
+            Box::new(move |delay, task| drop(b.schedule(delay, task).expect("accepted"))),
+            Box::new(move || {
+                executor.shutdown();
+                assert!(executor.await_termination(Duration::from_secs(10)));
+            }),
+        )
+    } else {
+        let executor = DelayHeapExecutor::start();
+        let (a, b) = (executor.handle(), executor.handle());
+        (
+            Box::new(move |task| assert!(a.execute_boxed(task))),
+            Box::new(move |delay, task| assert!(b.schedule(delay, task))),
+            Box::new(move || executor.shutdown()),
+        )
+    };
     let execute: Arc<Execute> = Arc::new(execute);
     let stopping = Arc::new(AtomicBool::new(false));
     let loader = {
@@ -855,7 +923,7 @@ fn lateness_row(variant: &str, round: u32, settings: &Settings, progress: &mut P
     let at = |q: f64| lateness[((lateness.len() - 1) as f64 * q).round() as usize];
     let (p50, p99, max) = (at(0.5), at(0.99), at(1.0));
     report::record(&Row {
-        bench: TIMERS_BENCH.into(),
+        bench: TIMER_TARGETS_BENCH.into(),
         group: lateness_group(),
         variant: variant.into(),
         round,
@@ -875,38 +943,51 @@ fn lateness_row(variant: &str, round: u32, settings: &Settings, progress: &mut P
 fn scheduled_executor(c: &mut Criterion) {
     let settings = Settings::from_env();
     report::declare(&timers_meta(), &settings).expect("write the bench report");
+    report::declare(&timer_targets_meta(), &settings).expect("write the bench report");
     let mut progress = Progress::new(TIMERS_BENCH, settings.rounds as usize * 8);
     let mut group = c.benchmark_group(TIMERS_BENCH);
     settings.configure(&mut group);
     let run_timers = !Settings::is_dry_run() && timers_selected();
     for round in 1..=settings.rounds {
-        handoff_row::<PulsarExecutor>(&mut group, &settings, &mut progress, PLAIN_EXECUTE, round);
+        let execute = (TIMERS_BENCH, handoff_group(), "handoff");
+        handoff_row::<PulsarExecutor>(
+            &mut group,
+            &settings,
+            &mut progress,
+            execute.clone(),
+            PLAIN_EXECUTE,
+            round,
+        );
         handoff_row::<ScheduledVia<false>>(
             &mut group,
             &settings,
             &mut progress,
+            execute,
             SCHEDULED_EXECUTE,
             round,
         );
+        let schedule_zero = (TIMER_TARGETS_BENCH, schedule_zero_group(), "schedule_zero");
         handoff_row::<ScheduledVia<true>>(
             &mut group,
             &settings,
             &mut progress,
-            ScheduledVia::<true>::NAME,
+            schedule_zero.clone(),
+            SCHEDULED,
             round,
         );
         handoff_row::<DelayHeapExecutor>(
             &mut group,
             &settings,
             &mut progress,
-            DelayHeapExecutor::NAME,
+            schedule_zero,
+            DELAY_HEAP,
             round,
         );
         if run_timers {
             timer_row(LAZY_CANCEL_HEAP, round, &settings, &mut progress);
-            timer_row(SCHEDULED_CANCEL, round, &settings, &mut progress);
-            lateness_row(DELAY_HEAP_TIMERS, round, &settings, &mut progress);
-            lateness_row(SCHEDULED_TIMERS, round, &settings, &mut progress);
+            timer_row(SCHEDULED, round, &settings, &mut progress);
+            lateness_row(DELAY_HEAP, round, &settings, &mut progress);
+            lateness_row(SCHEDULED, round, &settings, &mut progress);
         }
     }
     group.finish();

@@ -1,7 +1,8 @@
 //! loom models of the scheduled executor's timer protocol: cancel racing the worker's fire
 //! (exactly one wins, the closure is dropped once, the handle reports the winner, nothing is
 //! left behind), cancel racing a periodic run and its re-arm (a cancelled timer never goes
-//! back into the heap), and offers racing `shutdown_now` (nothing lost, nothing twice).
+//! back into the wheel), a timer taken between two tasks of a batch racing its cancel, and
+//! offers racing `shutdown_now` (nothing lost, nothing twice).
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --lib loom` (`cargo xtask test` does).
@@ -168,5 +169,38 @@ fn loom_offers_racing_graceful_shutdown_run_every_accepted_task() {
         worker.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), accepted);
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
+    loom::model(|| {
+        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        // Two immediate tasks, so the worker has a task boundary at which to take the timer.
+        for _ in 0..2 {
+            let task = RawTask::new(counting_job(&ran, &dropped));
+            assert!(ScheduledCore::enqueue(&core, task).is_ok());
+        }
+        let worker = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                ScheduledCore::run_ready(&core);
+            })
+        };
+        // Due at once: armed while the batch may be running, it is taken at a task boundary,
+        // by the next pass, or cancelled first.
+        let handle = arm(&core, Once(counting_job(&ran, &dropped)), None).unwrap();
+        let cancelled = handle.cancel();
+        worker.join().unwrap();
+        ScheduledCore::run_ready(&core);
+        assert_eq!(core.pending_tasks(), 0);
+        assert_eq!(ran.load(Ordering::SeqCst) + usize::from(cancelled), 3);
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            3,
+            "every closure dropped once"
+        );
     });
 }

@@ -3,21 +3,21 @@
 //! - [`ScheduledExecutor`] (`scheduled_executor.rs`): the handle users hold; clones share one
 //!   executor.
 //! - `ScheduledCore` (`scheduled_core.rs`): the state the handles share with the worker, and
-//!   the worker loop — a FIFO fast path for immediate tasks beside a timer heap.
-//! - `TimerHeap` (`timer_heap.rs`): the delay structure, an indexed binary heap whose entries
-//!   know their position, so `cancel` removes an entry at once.
+//!   the worker loop — a FIFO fast path for immediate tasks beside a timer wheel.
+//! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel over an
+//!   indexed slab whose entries know their slot, so `cancel` unlinks and frees an entry in O(1).
 //! - `TimerEntry` (`timer_entry.rs`): one delayed or periodic task, its state machine and its
 //!   outcome.
 //! - [`ScheduledHandle`] (`scheduled_handle.rs`): cancel, poll or join a scheduled task.
 //!
-//! The design (why a heap, what a cancel costs, the lock order, the cancel-vs-fire protocol)
+//! The design (why a wheel, what a cancel costs, the lock order, the cancel-vs-fire protocol)
 //! is described in `README.md` beside this file.
 
 mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;
 mod timer_entry;
-mod timer_heap;
+mod timer_wheel;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

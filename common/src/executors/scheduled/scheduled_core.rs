@@ -12,16 +12,20 @@ use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
-use crate::executors::scheduled::timer_heap::TimerHeap;
+use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
+use crate::sync::{spin_until, Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
+
+/// How long the worker spins, without yielding, for work or a timer falling due while a timer is
+/// armed, before it parks (see `spin_for_work`).
+const TIMER_SPIN: Duration = Duration::from_micros(10);
 
 /// How long the worker must have been idle before it gives the memory of a burst back.
 const IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
@@ -42,7 +46,7 @@ pub(crate) struct QueueState {
     /// is awake.
     worker_parked: bool,
     /// Delayed and periodic tasks waiting for their deadline.
-    timers: TimerHeap,
+    timers: TimerWheel,
 }
 
 impl WorkerSlot for QueueState {
@@ -86,6 +90,16 @@ pub(crate) struct ScheduledCore {
     /// look before it takes the producers' lock (`refill_batch`); stale `true` only costs a
     /// lock round trip.
     timers_armed: AtomicBool,
+    /// When the earliest armed timer falls due, in nanoseconds from `timer_origin`
+    /// (`u64::MAX`: none armed). A hint the worker reads without a lock between two tasks of a
+    /// batch and while it spins, so that a timer falling due then runs at the next task
+    /// boundary rather than after the batch. Written under the queue lock: by `arm` and
+    /// `rearm` when their timer became the earliest, and by the worker whenever it takes due
+    /// timers. A cancel leaves it early, which costs one look under the lock. (A plain std
+    /// atomic: it orders nothing, so the loom models need not track it.)
+    next_due: std::sync::atomic::AtomicU64,
+    /// The timer wheel's origin (`TimerWheel::origin`), to read `next_due` against the clock.
+    timer_origin: Instant,
     /// The parked worker waits here (with the `queue` lock), with a timeout when a timer is
     /// armed.
     work_available: Condvar,
@@ -132,10 +146,12 @@ fn cancel_detached(entry: &dyn Timer) {
 
 impl ScheduledCore {
     pub(crate) fn new(factory: std::sync::Arc<dyn ThreadFactory>) -> Self {
+        let timers = TimerWheel::new();
+        let timer_origin = timers.origin();
         Self {
             queue: CachePadded(Mutex::new(QueueState {
                 ring: Ring::with_capacity(crate::collections::ring::MIN_TRIM_CAPACITY),
-                timers: TimerHeap::new(),
+                timers,
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
@@ -144,6 +160,8 @@ impl ScheduledCore {
             due: CachePadded(Mutex::new(VecDeque::new())),
             due_pending: AtomicBool::new(false),
             timers_armed: AtomicBool::new(false),
+            next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
+            timer_origin,
             work_available: Condvar::new(),
             has_work: CachePadded(AtomicBool::new(false)),
             wakeups: std::sync::atomic::AtomicU64::new(0),
@@ -181,6 +199,9 @@ impl ScheduledCore {
         let mut queue = Self::admit(this)?;
         let earliest = queue.timers.push(deadline, entry);
         this.timers_armed.store(true, Ordering::Relaxed);
+        if earliest {
+            this.set_next_due(deadline);
+        }
         // Only a new earliest deadline changes how long a parked worker should sleep.
         let wake = earliest && std::mem::take(&mut queue.worker_parked);
         drop(queue);
@@ -261,7 +282,9 @@ impl ScheduledCore {
             let deadline = entry.next_deadline(Instant::now());
             // The caller is the worker itself (the only place a periodic entry runs while the
             // executor runs), so there is nobody to wake.
-            queue.timers.push(deadline, entry);
+            if queue.timers.push(deadline, entry) {
+                this.set_next_due(deadline);
+            }
             this.timers_armed.store(true, Ordering::Relaxed);
         }
     }
@@ -439,13 +462,26 @@ impl ScheduledCore {
     }
 
     /// Claims and runs the batch one task at a time, then the due timers one at a time;
-    /// `shutdown_now` may steal the rest, `cancel` may remove a due timer.
+    /// between two tasks, if a timer has fallen due since the pass began (the `next_due`
+    /// hint), the due timers are taken and run first. (The timers already due when the pass
+    /// began run after its tasks, which were queued before it began: on an idle worker
+    /// `execute(a)` then `schedule(Duration::ZERO, b)` runs `a` first.) `shutdown_now` may
+    /// steal the rest of the batch, `cancel` may remove a due timer.
     fn run_batch(this: &Arc<Self>) {
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
         while let Some(task) = unsafe { this.batch.claim() } {
             this.lifecycle.run_task(task);
+            if this.timer_due_hint() {
+                Self::take_due_timers(this);
+                Self::run_due(this);
+            }
         }
+        Self::run_due(this);
+    }
+
+    /// Runs the timers in the due list, earliest first, one at a time.
+    fn run_due(this: &Arc<Self>) {
         if !this.due_pending.load(Ordering::Relaxed) {
             return;
         }
@@ -455,7 +491,7 @@ impl ScheduledCore {
                 let next = due.pop_front();
                 if next.is_none() {
                     // Cleared under the lock that showed `due` empty. Only the worker adds
-                    // timers to `due` (`take_ready`, which sets the flag again); `shutdown`
+                    // timers to `due` (`move_due_timers`, which sets the flag again); `shutdown`
                     // puts back only what it took out within one hold of this lock.
                     this.due_pending.store(false, Ordering::Relaxed);
                 }
@@ -487,6 +523,7 @@ impl ScheduledCore {
             None => None,
         };
         if queue.ring.is_empty() && due_at.is_none() {
+            this.refresh_next_due(queue);
             return false;
         }
         if !queue.ring.is_empty() {
@@ -497,15 +534,70 @@ impl ScheduledCore {
             this.has_work.store(false, Ordering::Release);
         }
         if let Some(now) = due_at {
+            debug_assert!(
+                this.due.lock().is_empty(),
+                "the due list was worked off before"
+            );
+            Self::move_due_timers(this, queue, now);
+        }
+        true
+    }
+
+    /// Moves the timers due at `now` to the end of the due list (after any left there: they
+    /// fell due earlier) and refreshes the `next_due` hint. Caller holds the queue lock.
+    fn move_due_timers(this: &Arc<Self>, queue: &mut QueueState, now: Instant) {
+        {
             let mut due = this.due.lock();
-            debug_assert!(due.is_empty(), "the due list was worked off before");
             while let Some(entry) = queue.timers.pop_due(now) {
                 entry.header().set_heap_index(IN_DUE_LIST);
                 due.push_back(entry);
             }
-            this.due_pending.store(true, Ordering::Relaxed);
         }
-        true
+        this.due_pending.store(true, Ordering::Relaxed);
+        this.refresh_next_due(queue);
+    }
+
+    /// Between two tasks of a batch: takes the timers that have fallen due (the `next_due`
+    /// hint said so) into the due list, so they run before the rest of the batch.
+    fn take_due_timers(this: &Arc<Self>) {
+        let mut queue = this.queue.lock();
+        if queue
+            .timers
+            .peek_deadline()
+            .is_some_and(|deadline| deadline <= Instant::now())
+        {
+            Self::move_due_timers(this, &mut queue, Instant::now());
+        } else {
+            // The hint was early (a cancel removed the timer it was for).
+            this.refresh_next_due(&queue);
+        }
+    }
+
+    /// Records that `deadline` is the earliest armed timer's. Caller holds the queue lock.
+    fn set_next_due(&self, deadline: Instant) {
+        self.next_due
+            .store(self.nanos_from_origin(deadline), Ordering::Relaxed);
+    }
+
+    /// Sets the `next_due` hint from the wheel. Caller holds the queue lock.
+    fn refresh_next_due(&self, queue: &QueueState) {
+        let next = queue.timers.next_due_nanos().unwrap_or(u64::MAX);
+        self.next_due.store(next, Ordering::Relaxed);
+    }
+
+    /// Whether a timer may be due now (a lock-free hint, never late: see `next_due`).
+    #[inline]
+    fn timer_due_hint(&self) -> bool {
+        let next = self.next_due.load(Ordering::Relaxed);
+        next != u64::MAX && self.nanos_from_origin(Instant::now()) >= next
+    }
+
+    /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
+    fn nanos_from_origin(&self, instant: Instant) -> u64 {
+        let nanos = instant
+            .saturating_duration_since(self.timer_origin)
+            .as_nanos();
+        u64::try_from(nanos).map_or(u64::MAX - 1, |nanos| nanos.min(u64::MAX - 1))
     }
 
     /// Fills the (empty) batch, waiting for work or for the next deadline if there is none.
@@ -592,10 +684,22 @@ impl ScheduledCore {
         }
     }
 
-    /// A short bounded spin, then a few yields, watching for immediate work; an idle executor
-    /// then parks (until the next deadline, if a timer is armed) and costs no CPU.
+    /// A short bounded spin, then a few yields, watching for immediate work and for a timer
+    /// falling due; an idle executor then parks (until the next deadline, if a timer is
+    /// armed) and costs no CPU.
+    ///
+    /// With a timer armed the spin never yields: `yield_now` can hand the core to an unrelated
+    /// busy thread for a whole time slice (milliseconds), and a timer falling due meanwhile
+    /// would be that late; a parked worker is woken by the kernel with wake-up preemption
+    /// instead. The spin stays bounded (`TIMER_SPIN`), then the worker parks until the
+    /// deadline.
     fn spin_for_work(&self) {
-        self.lifecycle.spin_for_work(|| self.work_hint());
+        let ready = || self.work_hint() || self.timer_due_hint();
+        if self.next_due.load(Ordering::Relaxed) == u64::MAX {
+            self.lifecycle.spin_for_work(ready);
+        } else {
+            spin_until(ready, TIMER_SPIN);
+        }
     }
 
     /// Whether there may be an immediate task or a state change to act on (a lock-free hint).

@@ -27,13 +27,14 @@ use std::time::{Duration, Instant};
 ///   moved plain hand-offs off it (apache/pulsar#16236).
 /// - **Timers**: [`schedule`](Self::schedule),
 ///   [`schedule_at_fixed_rate`](Self::schedule_at_fixed_rate) and
-///   [`schedule_with_fixed_delay`](Self::schedule_with_fixed_delay) arm a timer in an indexed
-///   binary heap: O(log n) to arm, O(log n) to cancel, one allocation per timer (the entry holds
-///   the closure, the state and the outcome).
+///   [`schedule_with_fixed_delay`](Self::schedule_with_fixed_delay) arm a timer in a
+///   hierarchical timing wheel: O(1) to arm, O(1) to cancel, one allocation per timer (the
+///   entry holds the closure, the state and the outcome).
 /// - **Deadlines**: nothing runs before its deadline. A task runs at or after it, on the one
 ///   worker thread, in deadline order (equal deadlines in scheduling order); how late depends
-///   on what else the worker runs.
-/// - **Cancel frees at once**: [`ScheduledHandle::cancel`] removes the timer from the heap and
+///   on what else the worker runs: a timer that falls due while immediate tasks run goes
+///   ahead of the rest of them, at the next task boundary.
+/// - **Cancel frees at once**: [`ScheduledHandle::cancel`] removes the timer from the wheel and
 ///   drops the closure during the call, so cancelled timers never pile up until their
 ///   deadlines; [`pending_tasks`](Self::pending_tasks) counts live entries only.
 /// - **Panics** never stop the executor. A panicking `execute`d task is reported to the thread
@@ -116,7 +117,7 @@ impl ScheduledExecutor {
     }
 
     /// Queues `f` to run on the worker thread as soon as it can: the FIFO fast path, never
-    /// through the timer heap. Never blocks.
+    /// through the timer wheel. Never blocks.
     ///
     /// # Errors
     ///
@@ -312,7 +313,7 @@ impl ScheduledExecutor {
         self.core().armed_timers()
     }
 
-    /// Slots the timer heap holds now: it shrinks by Pulsar's trim rule as timers leave, so a
+    /// Slots the timer wheel's slab holds now: it shrinks by Pulsar's trim rule as timers leave, so a
     /// burst of scheduled-then-cancelled timers gives its memory back.
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 ///
 /// | state       | meaning                                           | next states (who)                                  |
 /// |-------------|---------------------------------------------------|----------------------------------------------------|
-/// | `SCHEDULED` | waiting: in the heap, or due and queued to run    | `RUNNING` (the worker's claim), `CANCELLED`        |
+/// | `SCHEDULED` | waiting: in the wheel, or due and queued to run   | `RUNNING` (the worker's claim), `CANCELLED`        |
 /// | `RUNNING`   | the closure runs now                              | `DONE`, `SCHEDULED` (periodic re-arm), `CANCELLED` (periodic only) |
 /// | `DONE`      | ran (or a periodic run panicked); outcome stored  | final                                              |
 /// | `CANCELLED` | cancelled; the closure is dropped, not run        | final                                              |
@@ -34,10 +34,10 @@ pub(crate) struct EntryHeader {
     /// compare-and-swap (`AcqRel`), so exactly one of "the worker claims it" (`SCHEDULED ->
     /// RUNNING`) and "cancel wins" (`SCHEDULED -> CANCELLED`) happens.
     state: AtomicU8,
-    /// Where the entry is: its position in the timer heap, [`IN_DUE_LIST`] or [`NOT_IN_HEAP`].
-    /// Heap positions change only under the executor's queue lock, and the heap updates them on
-    /// every move, so `cancel` (which holds that lock) finds the entry in O(1) and removes it in
-    /// O(log n). `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
+    /// Where the entry is: its slab index in the timer wheel, [`IN_DUE_LIST`] or
+    /// [`NOT_IN_HEAP`]. Slab indices change only under the executor's queue lock, and the wheel
+    /// updates them on every move, so `cancel` (which holds that lock) finds the entry and
+    /// unlinks it in O(1). `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
     /// worker's claim under the due-list lock; `cancel` re-checks under that lock. Every
     /// access is ordered by one of those locks, hence `Relaxed`.
     heap_index: AtomicUsize,

@@ -1,0 +1,900 @@
+//! `TimerWheel`: the delay structure, a hierarchical timing wheel over an indexed slab, with
+//! O(1) arm and O(1) cancel.
+//!
+//! Time is counted in ticks of 1,024 ns since the wheel was made. Nine levels of 64 slots
+//! (6 bits of tick each, 54 bits in all: every representable deadline) hold the armed timers,
+//! as in tokio's timer: a timer sits at the level of the highest tick bit in which its
+//! deadline differs from `elapsed` (the last tick the wheel was advanced to), in the slot its
+//! deadline falls in there. Level 0 slots are one tick wide; a level-`L` slot spans `64^L`
+//! ticks and is re-distributed ("cascaded") to lower levels when `elapsed` reaches its start.
+//! The lowest occupied level always holds the earliest slot, found with one rotate and one
+//! `trailing_zeros` of that level's occupancy bitmap.
+//!
+//! Exact deadlines and order: the wheel only files timers; a level-0 slot keeps its timers
+//! sorted by `(deadline, seq)` (insertion from the tail, O(1) when timers arrive in order),
+//! and its head pops only once its exact deadline (in nanoseconds) has passed. So timers pop
+//! in deadline order, equal deadlines in arming order, whatever path they took down, never
+//! early and with no rounding lateness. (A timer armed for a tick the wheel has already
+//! passed goes to the current tick's slot, sorted: it is due at once.)
+//!
+//! Entries live in a slab (`Vec<Node>` with a free list); each slot is a doubly linked list
+//! of slab indices, and each entry's header holds its slab index (`heap_index`), so `cancel`
+//! unlinks and frees its node in O(1) with no search. The slab follows Pulsar's trim rule:
+//! when at most a quarter of the slots are used it is compacted into the smallest power of two
+//! that is at least `max(64, 2 * len)` (moving the live nodes and rewriting their headers,
+//! O(len), amortised over the removals that made it sparse); an empty slab above 64 slots is
+//! freed.
+//!
+//! Not thread-safe: the executor keeps it under its queue lock.
+
+use crate::collections::ring::MIN_TRIM_CAPACITY;
+use crate::executors::scheduled::timer_entry::{add_saturating, Timer, NOT_IN_HEAP};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bits of tick per level.
+const LEVEL_BITS: u32 = 6;
+/// Slots per level.
+const SLOTS: usize = 1 << LEVEL_BITS;
+/// Levels: `LEVELS * LEVEL_BITS` bits of tick cover every deadline (see [`MAX_DEADLINE_NS`]).
+const LEVELS: usize = 9;
+/// log2 of the tick length in nanoseconds.
+const TICK_SHIFT: u32 = 10;
+/// Deadlines are clamped to this many nanoseconds after the origin (~292 years), so that a
+/// tick fits in `LEVELS * LEVEL_BITS` bits.
+const MAX_DEADLINE_NS: u64 = (1 << 63) - 1;
+/// The end of a list.
+const NIL: usize = usize::MAX;
+
+/// One slab slot: an armed timer, or a free slot (`entry` is `None`, `next` links the free
+/// list).
+struct Node {
+    entry: Option<Arc<dyn Timer>>,
+    /// Nanoseconds from the origin to the deadline.
+    deadline: u64,
+    /// Arming order, the tie-break between equal deadlines.
+    seq: u64,
+    prev: usize,
+    next: usize,
+    /// The slot list the node is in: `level * SLOTS + slot`.
+    slot: usize,
+}
+
+impl Node {
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.deadline, self.seq)
+    }
+}
+
+/// The head and tail of a slot's list.
+#[derive(Clone, Copy)]
+struct Slot {
+    head: usize,
+    tail: usize,
+}
+
+/// The wheel's slot lists and per-level occupancy (bit `s` of `occupied[l]`: slot `s` of
+/// level `l` is non-empty). Boxed: allocated with the first timer, freed by an idle trim.
+struct Levels {
+    occupied: [u64; LEVELS],
+    slots: [Slot; LEVELS * SLOTS],
+}
+
+/// A hierarchical timing wheel of armed timers.
+pub(crate) struct TimerWheel {
+    nodes: Vec<Node>,
+    /// The free slab slots, linked through `next`.
+    free: usize,
+    /// Armed timers.
+    len: usize,
+    levels: Option<Box<Levels>>,
+    /// The tick the wheel was last advanced to: every timer due at or before it has popped.
+    elapsed: u64,
+    /// Tick 0.
+    origin: Instant,
+    next_seq: u64,
+}
+
+/// Where the earliest occupied slot is, and the tick at which it must be processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Expiration {
+    level: usize,
+    slot: usize,
+    tick: u64,
+}
+
+/// The level a timer due at `tick` belongs to while the wheel stands at `elapsed`.
+#[inline]
+fn level_for(elapsed: u64, tick: u64) -> usize {
+    let masked = (elapsed ^ tick) | (SLOTS as u64 - 1);
+    let significant = 63 - masked.leading_zeros();
+    (significant / LEVEL_BITS) as usize
+}
+
+#[inline]
+fn slot_for(tick: u64, level: usize) -> usize {
+    ((tick >> (level as u32 * LEVEL_BITS)) & (SLOTS as u64 - 1)) as usize
+}
+
+impl TimerWheel {
+    /// An empty wheel whose tick 0 is now; it allocates on the first push. Deadlines before
+    /// its creation count as due at tick 0.
+    pub(crate) fn new() -> Self {
+        Self {
+            nodes: Vec::new(),
+            free: NIL,
+            len: 0,
+            levels: None,
+            elapsed: 0,
+            origin: Instant::now(),
+            next_seq: 0,
+        }
+    }
+
+    /// Number of armed timers.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slab slots allocated now.
+    pub(crate) fn capacity(&self) -> usize {
+        self.nodes.capacity()
+    }
+
+    /// Nanoseconds from the origin to `instant` (0 before it; clamped far in the future).
+    #[inline]
+    fn nanos(&self, instant: Instant) -> u64 {
+        let nanos = instant.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(nanos).map_or(MAX_DEADLINE_NS, |n| n.min(MAX_DEADLINE_NS))
+    }
+
+    /// When [`pop_due`](Self::pop_due) next makes progress: the earliest deadline when it is
+    /// in the wheel's current tick slot (level 0), else the start of the earliest occupied
+    /// slot, which has to be cascaded first (never after the earliest deadline).
+    pub(crate) fn peek_deadline(&self) -> Option<Instant> {
+        let nanos = self.next_due_nanos()?;
+        Some(add_saturating(self.origin, Duration::from_nanos(nanos)))
+    }
+
+    /// The wheel's tick 0: [`next_due_nanos`](Self::next_due_nanos) counts from it.
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    /// [`peek_deadline`](Self::peek_deadline) in nanoseconds from the
+    /// [`origin`](Self::origin).
+    pub(crate) fn next_due_nanos(&self) -> Option<u64> {
+        let expiration = self.next_expiration()?;
+        if expiration.level == 0 {
+            let levels = self.levels.as_deref()?;
+            return Some(self.nodes[levels.slots[expiration.slot].head].deadline);
+        }
+        Some(expiration.tick << TICK_SHIFT)
+    }
+
+    /// Arms `entry` for `deadline`. Returns whether it became the earliest timer (the worker
+    /// may then have to wake up sooner than it planned). O(1).
+    pub(crate) fn push(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
+        let deadline = self.nanos(deadline);
+        let tick = (deadline >> TICK_SHIFT).max(self.elapsed);
+        let before = self.next_due_nanos();
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let node = Node {
+            entry: None,
+            deadline,
+            seq,
+            prev: NIL,
+            next: NIL,
+            slot: 0,
+        };
+        let index = if self.free == NIL {
+            self.nodes.push(node);
+            self.nodes.len() - 1
+        } else {
+            let index = self.free;
+            self.free = self.nodes[index].next;
+            self.nodes[index] = node;
+            index
+        };
+        entry.header().set_heap_index(index);
+        self.nodes[index].entry = Some(entry);
+        self.len += 1;
+        self.link(index, tick);
+        before.map_or(true, |before| deadline < before)
+    }
+
+    /// Removes and returns the earliest timer if it is due at `now` (its deadline is at or
+    /// before `now`), advancing the wheel (and cascading the slots it passes) as far as `now`.
+    /// O(1) amortised: a timer is cascaded at most once per level.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Arc<dyn Timer>> {
+        let now_nanos = self.nanos(now);
+        let now_tick = now_nanos >> TICK_SHIFT;
+        loop {
+            let Some(expiration) = self.next_expiration().filter(|e| e.tick <= now_tick) else {
+                // Nothing is due up to `now`: the wheel may stand there (no occupied slot
+                // starts at or before it, so every timer keeps its level and slot).
+                self.elapsed = self.elapsed.max(now_tick);
+                return None;
+            };
+            self.elapsed = self.elapsed.max(expiration.tick);
+            let list = expiration.level * SLOTS + expiration.slot;
+            if expiration.level == 0 {
+                // Sorted: if the head is not due, nothing in the slot is.
+                let head = self.levels().slots[list].head;
+                if self.nodes[head].deadline > now_nanos {
+                    return None;
+                }
+                return Some(self.remove(head));
+            }
+            self.cascade(list);
+        }
+    }
+
+    /// Removes the timer at `index` (its header's `heap_index`). O(1), then compacts the slab
+    /// by Pulsar's rule when it has become sparse.
+    ///
+    /// # Panics
+    ///
+    /// If `index` is not an armed timer's (a caller bug: headers are kept in step with the
+    /// wheel).
+    pub(crate) fn remove(&mut self, index: usize) -> Arc<dyn Timer> {
+        let entry = self.take(index);
+        self.shrink_if_sparse();
+        entry
+    }
+
+    /// Removes every timer, earliest first.
+    pub(crate) fn drain_in_order(&mut self) -> Vec<Arc<dyn Timer>> {
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.retain(|node| node.entry.is_some());
+        nodes.sort_unstable_by_key(Node::key);
+        self.free = NIL;
+        self.len = 0;
+        if let Some(levels) = &mut self.levels {
+            levels.clear();
+        }
+        nodes
+            .into_iter()
+            .filter_map(|node| node.entry)
+            .inspect(|entry| entry.header().set_heap_index(NOT_IN_HEAP))
+            .collect()
+    }
+
+    /// Removes the timers for which `take` is true (keeping the others armed), in no
+    /// particular order. O(slab length).
+    pub(crate) fn extract(
+        &mut self,
+        mut take: impl FnMut(&dyn Timer) -> bool,
+    ) -> Vec<Arc<dyn Timer>> {
+        let mut taken = Vec::new();
+        for index in 0..self.nodes.len() {
+            if self.nodes[index].entry.as_deref().is_some_and(&mut take) {
+                taken.push(self.take(index));
+            }
+        }
+        self.shrink_if_sparse();
+        taken
+    }
+
+    /// Frees the storage of an empty wheel (an idle worker's trim). Returns the slab slots
+    /// freed.
+    pub(crate) fn release_if_empty(&mut self) -> usize {
+        if self.len != 0 {
+            return 0;
+        }
+        let freed = self.nodes.capacity();
+        self.nodes = Vec::new();
+        self.free = NIL;
+        self.levels = None;
+        freed
+    }
+
+    // ---- internals ------------------------------------------------------------------------
+
+    fn levels(&mut self) -> &mut Levels {
+        self.levels.get_or_insert_with(|| {
+            Box::new(Levels {
+                occupied: [0; LEVELS],
+                slots: [Slot {
+                    head: NIL,
+                    tail: NIL,
+                }; LEVELS * SLOTS],
+            })
+        })
+    }
+
+    /// The earliest occupied slot: the lowest occupied level's first occupied slot at or
+    /// after `elapsed` (a timer at level `l` differs from `elapsed` in bits of level `l` and
+    /// not above, so it is due after every timer of the levels below).
+    fn next_expiration(&self) -> Option<Expiration> {
+        let levels = self.levels.as_deref()?;
+        for (level, &occupied) in levels.occupied.iter().enumerate() {
+            if occupied == 0 {
+                continue;
+            }
+            let shift = level as u32 * LEVEL_BITS;
+            let now_slot = slot_for(self.elapsed, level);
+            let slot = (occupied.rotate_right(now_slot as u32).trailing_zeros() as usize
+                + now_slot)
+                % SLOTS;
+            let level_start = self.elapsed & !((1u64 << (shift + LEVEL_BITS)) - 1);
+            let tick = level_start + ((slot as u64) << shift);
+            debug_assert!(
+                slot >= now_slot && (level == 0 || slot > now_slot),
+                "an occupied slot is never behind the wheel"
+            );
+            return Some(Expiration { level, slot, tick });
+        }
+        None
+    }
+
+    /// Links the (unlinked) node `index` into the slot of `tick`, relative to `elapsed`.
+    fn link(&mut self, index: usize, tick: u64) {
+        let elapsed = self.elapsed;
+        let level = level_for(elapsed, tick);
+        let list = level * SLOTS + slot_for(tick, level);
+        let key = self.nodes[index].key();
+        // Level 0 stays sorted: walk back from the tail past every later timer (usually none).
+        let mut after = self.levels().slots[list].tail;
+        if level == 0 {
+            while after != NIL && self.nodes[after].key() > key {
+                after = self.nodes[after].prev;
+            }
+        }
+        let before = match after {
+            NIL => self.levels().slots[list].head,
+            after => self.nodes[after].next,
+        };
+        {
+            let node = &mut self.nodes[index];
+            node.slot = list;
+            node.prev = after;
+            node.next = before;
+        }
+        match after {
+            NIL => self.levels().slots[list].head = index,
+            after => self.nodes[after].next = index,
+        }
+        match before {
+            NIL => self.levels().slots[list].tail = index,
+            before => self.nodes[before].prev = index,
+        }
+        self.levels().occupied[level] |= 1 << (list % SLOTS);
+    }
+
+    /// Unlinks node `index` from its slot list.
+    fn unlink(&mut self, index: usize) {
+        let Node {
+            prev, next, slot, ..
+        } = self.nodes[index];
+        match prev {
+            NIL => self.levels().slots[slot].head = next,
+            prev => self.nodes[prev].next = next,
+        }
+        match next {
+            NIL => self.levels().slots[slot].tail = prev,
+            next => self.nodes[next].prev = prev,
+        }
+        if prev == NIL && next == NIL {
+            self.levels().occupied[slot / SLOTS] &= !(1 << (slot % SLOTS));
+        }
+    }
+
+    /// Unlinks and frees node `index`, returning its timer (marked `NOT_IN_HEAP`).
+    fn take(&mut self, index: usize) -> Arc<dyn Timer> {
+        let entry = self.nodes[index]
+            .entry
+            .take()
+            .expect("the index of an armed timer");
+        self.unlink(index);
+        self.nodes[index].next = self.free;
+        self.free = index;
+        self.len -= 1;
+        entry.header().set_heap_index(NOT_IN_HEAP);
+        entry
+    }
+
+    /// Re-distributes the timers of slot list `list` (whose start `elapsed` has reached) to
+    /// the levels below.
+    fn cascade(&mut self, list: usize) {
+        let levels = self.levels();
+        let mut index = levels.slots[list].head;
+        levels.slots[list] = Slot {
+            head: NIL,
+            tail: NIL,
+        };
+        levels.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
+        while index != NIL {
+            let next = self.nodes[index].next;
+            let tick = (self.nodes[index].deadline >> TICK_SHIFT).max(self.elapsed);
+            self.link(index, tick);
+            index = next;
+        }
+    }
+
+    /// Pulsar's trim rule on the slab: only when capacity > 64 and `len <= capacity / 4`,
+    /// compact into the smallest power of two >= max(64, 2 * len); an empty slab above 64
+    /// slots is freed entirely.
+    fn shrink_if_sparse(&mut self) {
+        let capacity = self.nodes.capacity();
+        if capacity <= MIN_TRIM_CAPACITY || self.len > capacity / 4 {
+            return;
+        }
+        if self.len == 0 {
+            self.nodes = Vec::new();
+            self.free = NIL;
+            return;
+        }
+        let target = (2 * self.len).max(MIN_TRIM_CAPACITY).next_power_of_two();
+        self.compact(target);
+    }
+
+    /// Moves the live nodes to the front of a new slab of `capacity` slots, in slab order,
+    /// rewriting their links, their slots' heads and tails and their headers.
+    fn compact(&mut self, capacity: usize) {
+        let old = std::mem::replace(&mut self.nodes, Vec::with_capacity(capacity));
+        let mut moved_to = vec![NIL; old.len()];
+        let mut next_index = 0;
+        for (index, node) in old.iter().enumerate() {
+            if node.entry.is_some() {
+                moved_to[index] = next_index;
+                next_index += 1;
+            }
+        }
+        let relocate = |index: usize| if index == NIL { NIL } else { moved_to[index] };
+        for node in old {
+            let Some(entry) = &node.entry else {
+                continue;
+            };
+            entry.header().set_heap_index(self.nodes.len());
+            let (prev, next) = (relocate(node.prev), relocate(node.next));
+            self.nodes.push(Node { prev, next, ..node });
+        }
+        let levels = self.levels();
+        for slot in &mut levels.slots {
+            if slot.head != NIL {
+                slot.head = moved_to[slot.head];
+                slot.tail = moved_to[slot.tail];
+            }
+        }
+        self.free = NIL;
+    }
+
+    /// Checks the lists, the occupancy bits, the order of level 0 and the headers' positions
+    /// (tests).
+    #[cfg(all(test, not(loom)))]
+    fn assert_consistent(&self) {
+        let mut live = 0;
+        if let Some(levels) = &self.levels {
+            for (list, slot) in levels.slots.iter().enumerate() {
+                let occupied = levels.occupied[list / SLOTS] & (1 << (list % SLOTS)) != 0;
+                assert_eq!(occupied, slot.head != NIL, "occupancy of list {list}");
+                let mut prev = NIL;
+                let mut index = slot.head;
+                while index != NIL {
+                    let node = &self.nodes[index];
+                    let entry = node.entry.as_ref().expect("a listed node is armed");
+                    assert_eq!(entry.header().heap_index(), index);
+                    assert_eq!(node.prev, prev);
+                    assert_eq!(node.slot, list);
+                    let tick = (node.deadline >> TICK_SHIFT).max(self.elapsed);
+                    assert_eq!(list / SLOTS, level_for(self.elapsed, tick));
+                    if list < SLOTS && prev != NIL {
+                        assert!(self.nodes[prev].key() <= node.key(), "level 0 is sorted");
+                    }
+                    live += 1;
+                    prev = index;
+                    index = node.next;
+                }
+                assert_eq!(slot.tail, prev);
+            }
+        }
+        assert_eq!(live, self.len);
+    }
+}
+
+impl Levels {
+    fn clear(&mut self) {
+        self.occupied = [0; LEVELS];
+        self.slots.fill(Slot {
+            head: NIL,
+            tail: NIL,
+        });
+    }
+}
+
+impl fmt::Debug for TimerWheel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("elapsed_ticks", &self.elapsed)
+            .field("next_deadline", &self.peek_deadline())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::executors::scheduled::timer_entry::{Once, Timer, TimerEntry};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn entry() -> Arc<dyn Timer> {
+        Arc::new(TimerEntry::new(Once(|| ()), Instant::now(), None))
+    }
+
+    /// An entry whose closure counts its drop in `drops`.
+    fn counted(drops: &Arc<AtomicUsize>) -> Arc<dyn Timer> {
+        struct Token(Arc<AtomicUsize>);
+        impl Drop for Token {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let token = Token(Arc::clone(drops));
+        Arc::new(TimerEntry::new(
+            Once(move || drop(token)),
+            Instant::now(),
+            None,
+        ))
+    }
+
+    /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// Scales a count down under Miri.
+    fn scaled(count: usize) -> usize {
+        if cfg!(miri) {
+            (count / 20).max(10)
+        } else {
+            count
+        }
+    }
+
+    #[test]
+    fn timers_pop_in_deadline_order_and_equal_deadlines_in_arming_order() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let mut armed = Vec::new();
+        // Offsets from a tick apart to hours apart: every level, and equal deadlines.
+        let offsets_us = [
+            5_000u64,
+            1,
+            3,
+            1,
+            0,
+            5_000,
+            2,
+            3_600_000_000,
+            70,
+            70_000,
+            4_000_000,
+        ];
+        for (i, offset) in offsets_us.into_iter().enumerate() {
+            let e = entry();
+            armed.push((offset, i, Arc::clone(&e)));
+            wheel.push(base + Duration::from_micros(offset), e);
+            wheel.assert_consistent();
+        }
+        armed.sort_by_key(|(offset, i, _)| (*offset, *i));
+        let far = base + Duration::from_secs(7200);
+        for (_, _, expected) in armed {
+            let popped = wheel.pop_due(far).unwrap();
+            assert!(Arc::ptr_eq(&popped, &expected));
+            assert_eq!(popped.header().heap_index(), NOT_IN_HEAP);
+            wheel.assert_consistent();
+        }
+        assert!(wheel.pop_due(far).is_none());
+        assert!(wheel.is_empty());
+    }
+
+    #[test]
+    fn equal_deadlines_keep_arming_order_across_levels() {
+        // One timer armed while its deadline is far (a high level), one armed for the same
+        // deadline once the wheel has moved close (level 0): the first still pops first.
+        let mut wheel = TimerWheel::new();
+        let deadline = Instant::now() + Duration::from_millis(50);
+        let first = entry();
+        wheel.push(deadline, Arc::clone(&first));
+        assert!(wheel
+            .pop_due(deadline - Duration::from_micros(10))
+            .is_none());
+        let second = entry();
+        wheel.push(deadline, Arc::clone(&second));
+        wheel.assert_consistent();
+        assert!(Arc::ptr_eq(&wheel.pop_due(deadline).unwrap(), &first));
+        assert!(Arc::ptr_eq(&wheel.pop_due(deadline).unwrap(), &second));
+    }
+
+    #[test]
+    fn nothing_pops_before_its_deadline() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut deadlines = Vec::new();
+        for _ in 0..scaled(2_000) {
+            let deadline = base + Duration::from_nanos(xorshift(&mut rng) % 50_000_000);
+            wheel.push(deadline, entry());
+            deadlines.push(deadline);
+        }
+        deadlines.sort();
+        // Advance in uneven steps; everything popped at `now` has a deadline <= `now`, and
+        // in order.
+        let mut now = base;
+        let mut popped = 0;
+        while popped < deadlines.len() {
+            now += Duration::from_nanos(xorshift(&mut rng) % 300_000);
+            while let Some(e) = wheel.pop_due(now) {
+                let _ = e;
+                assert!(deadlines[popped] <= now, "popped before its deadline");
+                popped += 1;
+            }
+            // Whatever is left is not due yet.
+            if popped < deadlines.len() {
+                assert!(deadlines[popped] > now);
+            }
+            wheel.assert_consistent();
+        }
+    }
+
+    #[test]
+    fn a_timer_pops_at_its_deadline_and_not_a_nanosecond_before() {
+        let mut wheel = TimerWheel::new();
+        let deadline = Instant::now() + Duration::from_millis(3);
+        wheel.push(deadline, entry());
+        assert!(wheel.pop_due(deadline - Duration::from_nanos(1)).is_none());
+        assert_eq!(
+            wheel.peek_deadline(),
+            Some(deadline),
+            "the exact deadline once near"
+        );
+        assert!(wheel.pop_due(deadline).is_some());
+    }
+
+    #[test]
+    fn peek_deadline_never_passes_the_earliest_deadline() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        assert!(wheel.peek_deadline().is_none());
+        wheel.push(base + Duration::from_secs(3600), entry());
+        let peek = wheel.peek_deadline().unwrap();
+        assert!(peek <= base + Duration::from_secs(3600));
+        // Walk the wheel forward through its peeks: it reaches the timer, never passes it.
+        let mut steps = 0;
+        loop {
+            let at = wheel.peek_deadline().unwrap();
+            if let Some(_e) = wheel.pop_due(at) {
+                assert!(at >= base + Duration::from_secs(3600));
+                break;
+            }
+            steps += 1;
+            assert!(steps <= LEVELS, "each peek cascades one level down");
+        }
+    }
+
+    #[test]
+    fn push_reports_a_new_earliest_timer() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        assert!(wheel.push(base + Duration::from_millis(5), entry()));
+        assert!(!wheel.push(base + Duration::from_millis(6), entry()));
+        assert!(wheel.push(base + Duration::from_millis(1), entry()));
+        assert!(!wheel.push(base + Duration::from_millis(1), entry()));
+    }
+
+    #[test]
+    fn a_timer_armed_behind_the_wheel_is_due_at_once() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        assert!(wheel.pop_due(base + Duration::from_millis(10)).is_none());
+        let late = entry();
+        wheel.push(base + Duration::from_millis(1), Arc::clone(&late));
+        assert!(Arc::ptr_eq(
+            &wheel.pop_due(base + Duration::from_millis(10)).unwrap(),
+            &late
+        ));
+    }
+
+    #[test]
+    fn removing_from_anywhere_keeps_order_and_positions() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let mut live = Vec::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let total = scaled(2_000);
+        for _ in 0..total {
+            let deadline = base + Duration::from_micros(xorshift(&mut rng) % 10_000_000);
+            let e = entry();
+            wheel.push(deadline, Arc::clone(&e));
+            live.push((deadline, e));
+        }
+        // Remove half, chosen at random, through their headers' positions, while the wheel
+        // advances.
+        for step in 0..total / 2 {
+            let victim = (xorshift(&mut rng) as usize) % live.len();
+            let (_, e) = live.swap_remove(victim);
+            let removed = wheel.remove(e.header().heap_index());
+            assert!(Arc::ptr_eq(&removed, &e));
+            assert_eq!(removed.header().heap_index(), NOT_IN_HEAP);
+            if step % 100 == 0 {
+                let now = base + Duration::from_micros(step as u64 * 5);
+                while let Some(e) = wheel.pop_due(now) {
+                    let at = live.iter().position(|(_, l)| Arc::ptr_eq(l, &e)).unwrap();
+                    assert!(live.swap_remove(at).0 <= now);
+                }
+                wheel.assert_consistent();
+            }
+        }
+        wheel.assert_consistent();
+        let mut last = base;
+        let mut popped = 0;
+        while let Some(e) = wheel.pop_due(base + Duration::from_secs(20)) {
+            let deadline = live
+                .iter()
+                .find(|(_, l)| Arc::ptr_eq(l, &e))
+                .map(|(d, _)| *d)
+                .expect("only live timers remain");
+            assert!(deadline >= last);
+            last = deadline;
+            popped += 1;
+        }
+        assert_eq!(popped, live.len());
+    }
+
+    #[test]
+    fn remove_frees_the_entry_at_once() {
+        let mut wheel = TimerWheel::new();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let e = counted(&drops);
+        let far = Instant::now() + Duration::from_secs(3600);
+        wheel.push(far, Arc::clone(&e));
+        drop(wheel.remove(e.header().heap_index()));
+        assert!(wheel.is_empty());
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "the handle still holds it");
+        drop(e);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "nothing else held it");
+    }
+
+    #[test]
+    fn a_burst_of_removed_timers_gives_its_storage_back() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let total = scaled(10_000);
+        let entries: Vec<_> = (0..total as u64)
+            .map(|i| {
+                let e = counted(&drops);
+                wheel.push(base + Duration::from_micros(i), Arc::clone(&e));
+                e
+            })
+            .collect();
+        assert!(wheel.capacity() >= total);
+        for e in entries.iter().rev() {
+            wheel.remove(e.header().heap_index());
+        }
+        assert_eq!(wheel.len(), 0);
+        assert!(
+            wheel.capacity() <= MIN_TRIM_CAPACITY,
+            "{}",
+            wheel.capacity()
+        );
+        drop(entries);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            total,
+            "each dropped exactly once"
+        );
+    }
+
+    #[test]
+    fn sparse_storage_shrinks_by_pulsars_rule() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let entries: Vec<_> = (0..1_024u64)
+            .map(|i| {
+                let e = entry();
+                wheel.push(base + Duration::from_micros(i * 37), Arc::clone(&e));
+                e
+            })
+            .collect();
+        assert_eq!(wheel.capacity(), 1_024);
+        // Down to 256 live (a quarter of 1,024): compacts to 512.
+        for e in &entries[256..] {
+            wheel.remove(e.header().heap_index());
+        }
+        assert_eq!(wheel.len(), 256);
+        assert_eq!(wheel.capacity(), 512);
+        wheel.assert_consistent();
+        // The moved timers still pop in order.
+        let far = base + Duration::from_secs(1);
+        for expected in &entries[..256] {
+            assert!(Arc::ptr_eq(&wheel.pop_due(far).unwrap(), expected));
+        }
+    }
+
+    #[test]
+    fn extract_takes_the_chosen_timers_and_keeps_the_rest_in_order() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        for i in 0..100u64 {
+            wheel.push(base + Duration::from_micros(100 - i), entry());
+        }
+        let mut n = 0;
+        let taken = wheel.extract(|_| {
+            n += 1;
+            n % 3 == 0
+        });
+        assert_eq!(taken.len(), 33);
+        assert!(taken.iter().all(|e| e.header().heap_index() == NOT_IN_HEAP));
+        assert_eq!(wheel.len(), 67);
+        wheel.assert_consistent();
+        let mut popped = 0;
+        while wheel.pop_due(base + Duration::from_secs(1)).is_some() {
+            popped += 1;
+        }
+        assert_eq!(popped, 67);
+    }
+
+    #[test]
+    fn drain_in_order_returns_earliest_first_and_each_timer_once() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let late = counted(&drops);
+        let early = counted(&drops);
+        let far = counted(&drops);
+        wheel.push(base + Duration::from_millis(2), Arc::clone(&late));
+        wheel.push(base + Duration::from_millis(1), Arc::clone(&early));
+        wheel.push(base + Duration::from_secs(7200), Arc::clone(&far));
+        let drained = wheel.drain_in_order();
+        assert_eq!(drained.len(), 3);
+        assert!(Arc::ptr_eq(&drained[0], &early));
+        assert!(Arc::ptr_eq(&drained[1], &late));
+        assert!(Arc::ptr_eq(&drained[2], &far));
+        assert!(wheel.is_empty());
+        assert!(wheel.peek_deadline().is_none());
+        drop((drained, late, early, far));
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        // Still usable.
+        wheel.push(base, entry());
+        assert!(wheel.pop_due(base + Duration::from_millis(1)).is_some());
+    }
+
+    #[test]
+    fn a_deadline_too_far_to_represent_is_kept_and_never_due() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let never = base + Duration::from_secs(400 * 365 * 24 * 3600);
+        wheel.push(never, entry());
+        wheel.assert_consistent();
+        assert!(wheel
+            .pop_due(base + Duration::from_secs(100 * 365 * 24 * 3600))
+            .is_none());
+        assert_eq!(wheel.len(), 1);
+        assert_eq!(wheel.release_if_empty(), 0);
+    }
+
+    #[test]
+    fn release_if_empty_frees_everything() {
+        let mut wheel = TimerWheel::new();
+        let e = entry();
+        wheel.push(Instant::now(), Arc::clone(&e));
+        wheel.remove(e.header().heap_index());
+        assert!(wheel.release_if_empty() > 0);
+        assert_eq!(wheel.capacity(), 0);
+        assert!(wheel.peek_deadline().is_none());
+    }
+}
