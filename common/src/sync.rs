@@ -186,19 +186,10 @@ mod imp {
 
 pub(crate) use imp::*;
 
-/// Pads and aligns a value to 128 bytes (two cache lines, as adjacent-line prefetchers pair
-/// them), so that fields written by different threads never share a line.
-#[derive(Default)]
-#[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> std::ops::Deref for CachePadded<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
+/// Pads and aligns a value to its own cache line(s), so that fields written by different
+/// threads never share a line: crossbeam's, tuned per architecture (128 bytes on x86_64,
+/// where adjacent-line prefetchers pair lines).
+pub(crate) use crossbeam_utils::CachePadded;
 
 /// Spins (with the CPU's spin-loop hint) until `ready()` or until `budget` has passed; returns
 /// whether `ready()` was seen. Checks the clock every 64 spins. Under loom it returns at once

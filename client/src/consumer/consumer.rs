@@ -2,13 +2,13 @@
 
 use crate::consumer::dispatch::RoutingState;
 use crate::consumer::lane::Lane;
-use crossbeam_utils::CachePadded;
 use crate::consumer::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex};
 use crate::consumer::{
     ConsumerExecutor, ConsumerExecutors, ConsumerOptions, Message, MessageListener,
     SubscriptionType,
 };
 use crate::error::{DeliverError, ReceiveError};
+use crossbeam_utils::CachePadded;
 use pulsar_common::collections::GrowableArrayBlockingQueue;
 use std::fmt;
 use std::sync::atomic::Ordering;

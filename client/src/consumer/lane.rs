@@ -1,8 +1,8 @@
 //! `Lane`: the messages routed to one listener executor and not yet taken by a listener job.
 
-use crossbeam_utils::CachePadded;
 use crate::consumer::sync::{AtomicUsize, Mutex};
 use crate::consumer::{ConsumerExecutor, Message};
+use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::sync::Arc;
 

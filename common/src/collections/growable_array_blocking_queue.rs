@@ -201,7 +201,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
     pub fn with_capacity(capacity: usize) -> Self {
         let capacity = round_up_to_power_of_two(capacity);
         Self {
-            tail: CachePadded(Side {
+            tail: CachePadded::new(Side {
                 lock: Mutex::new(Tail {
                     index: 0,
                     head_seen: 0,
@@ -210,7 +210,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 }),
                 count: AtomicUsize::new(0),
             }),
-            head: CachePadded(Side {
+            head: CachePadded::new(Side {
                 lock: Mutex::new(Head {
                     index: 0,
                     tail_seen: 0,
@@ -224,7 +224,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             not_empty: Condvar::new(),
             slots: UnsafeCell::new(Slots::new(capacity)),
             terminated: AtomicBool::new(false),
-            spin: CachePadded(SpinState {
+            spin: CachePadded::new(SpinState {
                 budget_ns: AtomicUsize::new(SPIN_MAX_NS / 4),
                 skips: AtomicUsize::new(0),
                 wake_ns: AtomicUsize::new(SPIN_MAX_NS),

@@ -103,15 +103,15 @@ impl ExecutorCore {
         idle_trim_after: Option<Duration>,
     ) -> Self {
         Self {
-            queue: CachePadded(Mutex::new(QueueState {
+            queue: CachePadded::new(Mutex::new(QueueState {
                 ring: Ring::with_capacity(initial_capacity),
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
             })),
-            batch: CachePadded(TaskBatch::new()),
+            batch: CachePadded::new(TaskBatch::new()),
             work_available: Condvar::new(),
-            has_work: CachePadded(AtomicBool::new(false)),
+            has_work: CachePadded::new(AtomicBool::new(false)),
             lifecycle: WorkerLifecycle::new(factory, "single-thread-executor", RUNNING),
             idle_trim_after,
             wakeups: AtomicU64::new(0),

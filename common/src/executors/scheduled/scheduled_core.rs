@@ -149,21 +149,21 @@ impl ScheduledCore {
         let timers = TimerWheel::new();
         let timer_origin = timers.origin();
         Self {
-            queue: CachePadded(Mutex::new(QueueState {
+            queue: CachePadded::new(Mutex::new(QueueState {
                 ring: Ring::with_capacity(crate::collections::ring::MIN_TRIM_CAPACITY),
                 timers,
                 run: RUNNING,
                 worker: WorkerState::NotStarted,
                 worker_parked: false,
             })),
-            batch: CachePadded(TaskBatch::new()),
-            due: CachePadded(Mutex::new(VecDeque::new())),
+            batch: CachePadded::new(TaskBatch::new()),
+            due: CachePadded::new(Mutex::new(VecDeque::new())),
             due_pending: AtomicBool::new(false),
             timers_armed: AtomicBool::new(false),
             next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
             timer_origin,
             work_available: Condvar::new(),
-            has_work: CachePadded(AtomicBool::new(false)),
+            has_work: CachePadded::new(AtomicBool::new(false)),
             wakeups: std::sync::atomic::AtomicU64::new(0),
             lifecycle: WorkerLifecycle::new(factory, "scheduled-executor", RUNNING),
         }
