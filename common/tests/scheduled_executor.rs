@@ -197,22 +197,26 @@ fn a_timer_falling_due_during_a_batch_runs_before_the_rest_of_the_batch() {
         let order = Arc::clone(&order);
         move || order.lock().unwrap().push(name)
     };
-    let deadline = Instant::now() + Duration::from_millis(20);
-    let timer = executor
-        .schedule(Duration::from_millis(20), log("timer"))
-        .unwrap();
-    // The first task of the batch outlasts the timer's deadline (elapsed time is what this
-    // test is about); the second is queued behind it in the same batch.
-    let first = log("first task");
+    // The first task of the batch arms the timer and outlasts its deadline (elapsed time is
+    // what this test is about), so the timer falls due during that task and never before the
+    // pass began, however slowly this thread runs; the second task is queued behind it in the
+    // same batch.
+    let (armed, timer) = std::sync::mpsc::channel();
+    let (first, timer_task, scheduler) = (log("first task"), log("timer"), executor.clone());
     executor
         .execute(move || {
+            let delay = Duration::from_millis(1);
+            let deadline = Instant::now() + delay;
+            armed
+                .send(scheduler.schedule(delay, timer_task).unwrap())
+                .unwrap();
             let_time_pass_until(deadline + Duration::from_millis(1));
             first();
         })
         .unwrap();
     executor.execute(log("second task")).unwrap();
     release.send(()).unwrap();
-    timer.join().unwrap();
+    timer.recv().unwrap().join().unwrap();
     drain(&executor);
     assert_eq!(
         *order.lock().unwrap(),
