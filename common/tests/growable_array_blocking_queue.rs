@@ -371,6 +371,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Operations per generated case: fewer under Miri (each op is interpreted, ~10^4x slower).
+const MAX_OPS: usize = if cfg!(miri) { 100 } else { 400 };
+
 proptest! {
     #![proptest_config(ProptestConfig {
         // Miri: a few cases, and no regression file (isolation forbids the file system).
@@ -382,7 +385,7 @@ proptest! {
     /// The queue behaves as a `VecDeque` under any sequence of operations, growth, wrap-around
     /// and trim included, and its capacity stays a power of two that holds every item.
     #[test]
-    fn behaves_like_a_vecdeque(initial in 0usize..70, ops in proptest::collection::vec(op(), 0..400)) {
+    fn behaves_like_a_vecdeque(initial in 0usize..70, ops in proptest::collection::vec(op(), 0..MAX_OPS)) {
         let queue = GrowableArrayBlockingQueue::with_capacity(initial);
         let mut model = VecDeque::new();
         for op in ops {
