@@ -4,14 +4,12 @@ use crate::executors::pulsar_executors::PulsarExecutors;
 use crate::executors::scheduled::ScheduledExecutor;
 use crate::executors::single_thread_executor::SingleThreadExecutor;
 use crate::executors::task::Task;
-use crate::executors::thread_factory::{NamedThreadFactory, ThreadFactory};
+use crate::executors::thread_factory::{IndexedThreadFactory, NamedThreadFactory, ThreadFactory};
 use std::collections::hash_map::DefaultHasher;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 /// A fixed group of [`SingleThreadExecutor`]s (SOFAJRaft's `FixedThreadsExecutorGroup` of
@@ -481,44 +479,5 @@ impl fmt::Debug for Factories {
             Factories::Shared(_) => "shared",
             Factories::PerExecutor(_) => "per_executor",
         })
-    }
-}
-
-/// Names the thread of one executor of a group `{pool_name}-{pool_id}-{n}`, with the group's
-/// pool name and id (from its one [`NamedThreadFactory`]) and the executor's `n = index + 1`,
-/// whatever order the group's threads start in.
-pub struct IndexedThreadFactory {
-    pool: Arc<NamedThreadFactory>,
-    n: usize,
-}
-
-impl IndexedThreadFactory {
-    /// The factory of executor `n` (1-based) of the group whose pool name and id `pool` holds.
-    pub fn new(pool: Arc<NamedThreadFactory>, n: usize) -> Self {
-        Self { pool, n }
-    }
-
-    /// The name this factory gives its thread.
-    pub fn thread_name(&self) -> String {
-        format!(
-            "{}-{}-{}",
-            self.pool.pool_name(),
-            self.pool.pool_id(),
-            self.n
-        )
-    }
-}
-
-impl fmt::Debug for IndexedThreadFactory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IndexedThreadFactory")
-            .field("thread_name", &self.thread_name())
-            .finish()
-    }
-}
-
-impl ThreadFactory for IndexedThreadFactory {
-    fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>> {
-        thread::Builder::new().name(self.thread_name()).spawn(body)
     }
 }

@@ -32,7 +32,7 @@ mod worker_lifecycle;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember, IndexedThreadFactory};
+pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember};
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
 pub use pulsar_executors::{
     PulsarExecutors, SingleThreadExecutorBuilder, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME,
@@ -43,4 +43,6 @@ pub use single_thread_executor::SingleThreadExecutor;
 pub use task::Task;
 pub use task_error::TaskError;
 pub use task_handle::TaskHandle;
-pub use thread_factory::{panic_message, NamedThreadFactory, ThreadFactory, ThreadFactoryPanicked};
+pub use thread_factory::{
+    panic_message, IndexedThreadFactory, NamedThreadFactory, ThreadFactory, ThreadFactoryPanicked,
+};

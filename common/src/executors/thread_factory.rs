@@ -220,3 +220,42 @@ impl fmt::Debug for NamedThreadFactory {
             .finish()
     }
 }
+
+/// Names the thread of one executor of a group `{pool_name}-{pool_id}-{n}`, with the group's
+/// pool name and id (from its one [`NamedThreadFactory`]) and the executor's `n = index + 1`,
+/// whatever order the group's threads start in.
+pub struct IndexedThreadFactory {
+    pool: Arc<NamedThreadFactory>,
+    n: usize,
+}
+
+impl IndexedThreadFactory {
+    /// The factory of executor `n` (1-based) of the group whose pool name and id `pool` holds.
+    pub fn new(pool: Arc<NamedThreadFactory>, n: usize) -> Self {
+        Self { pool, n }
+    }
+
+    /// The name this factory gives its thread.
+    pub fn thread_name(&self) -> String {
+        format!(
+            "{}-{}-{}",
+            self.pool.pool_name(),
+            self.pool.pool_id(),
+            self.n
+        )
+    }
+}
+
+impl fmt::Debug for IndexedThreadFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexedThreadFactory")
+            .field("thread_name", &self.thread_name())
+            .finish()
+    }
+}
+
+impl ThreadFactory for IndexedThreadFactory {
+    fn new_thread(&self, body: Box<dyn FnOnce() + Send + 'static>) -> io::Result<JoinHandle<()>> {
+        thread::Builder::new().name(self.thread_name()).spawn(body)
+    }
+}
