@@ -420,16 +420,9 @@ fn locks_lost_with_the_session_are_forgotten_and_the_ledger_goes_to_another_work
     assert_eq!(a.manager.held_locks(), [9]);
 
     a.store.expire_session().unwrap();
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !a.manager.held_locks().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lost lock is still held after {:?}",
-            common::WAIT
-        );
-        // Polling the manager's reconciliation on its own thread.
-        thread::sleep(std::time::Duration::from_millis(10));
-    }
+    common::drill::eventually(common::WAIT, "the lost lock is forgotten", || {
+        a.manager.held_locks().is_empty()
+    });
     assert_eq!(b.manager.poll_ledger_to_rereplicate().unwrap(), Some(9));
     assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), None);
     a.close();
