@@ -65,8 +65,10 @@ mod imp {
         }
     }
 
-    /// Whether the bounded spin before parking is compiled in (not under loom).
-    pub(crate) const SPIN_ENABLED: bool = true;
+    /// Whether the bounded spins before parking are compiled in: not under Miri, where
+    /// spinning on the clock is slow to interpret and checks nothing the blocking paths do not
+    /// (loom's facade below turns them off too).
+    pub(crate) const SPIN_ENABLED: bool = !cfg!(miri);
 
     /// `std::cell::UnsafeCell` behind loom's closure-based API, so that loom can check every
     /// access of the cells it models.
@@ -192,8 +194,8 @@ pub(crate) use imp::*;
 pub(crate) use crossbeam_utils::CachePadded;
 
 /// Spins (with the CPU's spin-loop hint) until `ready()` or until `budget` has passed; returns
-/// whether `ready()` was seen. Checks the clock every 64 spins. Under loom it returns at once
-/// (`SPIN_ENABLED` is off): the models explore the blocking paths instead.
+/// whether `ready()` was seen. Checks the clock every 64 spins. Under loom and Miri it returns at
+/// once (`SPIN_ENABLED` is off): they check the blocking paths instead.
 #[inline]
 pub(crate) fn spin_until(mut ready: impl FnMut() -> bool, budget: std::time::Duration) -> bool {
     if !SPIN_ENABLED {

@@ -171,7 +171,7 @@ fn an_immediate_task_does_not_wait_behind_a_far_timer() {
 /// began (contrast with the next test: a timer falling due *during* a pass goes ahead).
 #[test]
 fn a_zero_delay_timer_scheduled_after_a_task_on_an_idle_executor_runs_after_it() {
-    for _ in 0..100 {
+    for _ in 0..if cfg!(miri) { 10 } else { 100 } {
         let executor = executor("task-then-timer");
         let order = Arc::new(Mutex::new(Vec::new()));
         let log = |name: &'static str| {
@@ -543,8 +543,8 @@ fn a_running_one_shot_task_cannot_be_cancelled() {
 #[test]
 fn a_million_scheduled_then_cancelled_timers_leave_nothing_behind() {
     // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
-    const TOTAL: usize = if cfg!(miri) { 2_000 } else { 1_000_000 };
-    const WAVE: usize = if cfg!(miri) { 500 } else { 10_000 };
+    const TOTAL: usize = if cfg!(miri) { 1_000 } else { 1_000_000 };
+    const WAVE: usize = if cfg!(miri) { 250 } else { 10_000 };
     let executor = executor("million");
     let drops = DropCounter::new();
     let mut handles = Vec::with_capacity(WAVE);
@@ -930,7 +930,7 @@ fn offers_racing_graceful_shutdown_run_every_accepted_task() {
 #[test]
 fn cancel_racing_the_deadline_is_exactly_one_of_ran_or_cancelled() {
     // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
-    const TIMERS: usize = if cfg!(miri) { 300 } else { 20_000 };
+    const TIMERS: usize = if cfg!(miri) { 100 } else { 20_000 };
     let executor = executor("cancel-race");
     let ran = Arc::new(AtomicUsize::new(0));
     let drops = DropCounter::new();

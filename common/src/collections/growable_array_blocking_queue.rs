@@ -10,9 +10,6 @@ use crate::sync::{
 use std::fmt;
 use std::time::{Duration, Instant};
 
-/// Whether `take`/`poll_timeout` spin before parking: not under loom (the models explore the
-/// parking paths) nor under Miri (where spinning on the clock is slow and proves nothing).
-const SPIN: bool = SPIN_ENABLED && !cfg!(miri);
 /// The longest spin before parking, whatever parking costs.
 const SPIN_MAX_NS: usize = 20_000;
 /// The shortest spin; a spin this short that fails turns spinning off.
@@ -274,7 +271,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
     #[cold]
     #[inline(never)]
     fn lock_tail_contended(&self) -> MutexGuard<'_, Tail> {
-        if SPIN {
+        if SPIN_ENABLED {
             for step in 0..10u32 {
                 for _ in 0..1u32 << step.min(6) {
                     std::hint::spin_loop();
@@ -324,7 +321,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
         let mut head = self.head.lock.lock();
         if head.parked > head.notified {
             head.notified += 1;
-            if SPIN {
+            if SPIN_ENABLED {
                 head.notified_at = Some(Instant::now());
             }
             self.not_empty.notify_one();
@@ -363,7 +360,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             return Some(item);
         }
         let deadline = Instant::now().checked_add(timeout);
-        if SPIN && !timeout.is_zero() && self.spin(timeout) {
+        if SPIN_ENABLED && !timeout.is_zero() && self.spin(timeout) {
             if let Some(item) = self.try_pop() {
                 return Some(item);
             }
@@ -378,7 +375,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
         if let Some(item) = self.try_pop() {
             return Some(item);
         }
-        if SPIN && self.spin(Duration::MAX) {
+        if SPIN_ENABLED && self.spin(Duration::MAX) {
             if let Some(item) = self.try_pop() {
                 return Some(item);
             }
