@@ -136,10 +136,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 /// minutes; tests that need the real machine (thread counts read from `/proc`, timing bounds)
 /// are skipped here by name and run natively and under valgrind.
 const MIRI_RUNS: &[(&str, &[&str])] = &[
-    // Task slots, batches, the ring and the queue's slots (unit tests; the timer wheel's are
-    // safe code, checked natively), then both executors' suites (the workers' claim protocol,
-    // shutdown_now's hand-back, panics and drops in every place), groups, pooled buffer
-    // lists, and the blocking queue (two locks, one array of slots).
+    // Task slots, batches and the ring (unit tests; the timer wheel's are safe code, checked
+    // natively), then both executors' suites (the workers' claim protocol, shutdown_now's
+    // hand-back, panics and drops in every place), groups and pooled buffer lists.
     (
         "pulsar-common",
         &["--lib", "--", "--skip", "executors::scheduled::timer_wheel"],
@@ -159,8 +158,6 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "executor_group",
             "--test",
             "pool_byte_buffer_list",
-            "--test",
-            "growable_array_blocking_queue",
         ],
     ),
     // The consumer's job tickets (one strong reference per lane's jobs, released by the
