@@ -7,41 +7,18 @@ mod common;
 
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
-    await_one_leader, config, eventually, recv_within, AckedWriter, DrillBroker, RECOVERY,
+    await_one_leader, config, end_drill, eventually, recv_within, refs, serial, start_brokers,
+    AckedWriter, DrillBroker, RECOVERY,
 };
 use common::leader_history::LeaderHistory;
 use common::own_zookeeper_servers;
 use pulsar_server::metadata::{ExpectedVersion, MetadataStore, MetadataStoreError, SessionEvent};
 use pulsar_testkit::zookeeper::ZooKeeperEnsemble;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The operation timeout of [`config`]: calls without a quorum must fail within it (plus the
 /// slack of a loaded machine).
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// One drill at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn refs(brokers: &[DrillBroker]) -> Vec<&DrillBroker> {
-    brokers.iter().collect()
-}
-
-fn start_brokers(
-    url: &str,
-    session_timeout: Duration,
-    history: &LeaderHistory,
-) -> Vec<DrillBroker> {
-    ["broker-a", "broker-b", "broker-c"]
-        .iter()
-        .map(|id| DrillBroker::start(url, config(session_timeout), id, history))
-        .collect()
-}
 
 #[test]
 fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_nothing_goes_deaf() {
@@ -53,7 +30,7 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
     let mut ensemble = ZooKeeperEnsemble::start(3).unwrap();
     let url = format!("zk:{}/drill", ensemble.connect_string());
     let history = LeaderHistory::default();
-    let brokers = start_brokers(&url, Duration::from_secs(4), &history);
+    let brokers = start_brokers(&url, config(Duration::from_secs(4)), &history);
     let writer = MetadataStore::open_with_config(&url, config(Duration::from_secs(4))).unwrap();
     await_one_leader(&refs(&brokers), &history);
     let acked = AckedWriter::start(writer.clone());
@@ -103,11 +80,7 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
     ensemble.server_mut(zk_leader).restart().unwrap();
     assert_notifications_flow(&writer, &refs(&rest), "after-the-rejoin");
     assert_acked_writes_survived(&writer, &acked);
-    for broker in &rest {
-        broker.stop(&history);
-    }
-    writer.close();
-    history.assert_one_leader_at_a_time();
+    end_drill(&rest, &writer, &history);
     eprintln!("drill: ensemble leader kill took {:?}", started.elapsed());
 }
 
@@ -122,7 +95,7 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
     let url = format!("zk:{}/drill", ensemble.connect_string());
     let history = LeaderHistory::default();
     let session_timeout = Duration::from_secs(4);
-    let brokers = start_brokers(&url, session_timeout, &history);
+    let brokers = start_brokers(&url, config(session_timeout), &history);
     let writer = MetadataStore::open_with_config(&url, config(session_timeout)).unwrap();
     await_one_leader(&refs(&brokers), &history);
     writer
@@ -191,10 +164,6 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
     gone[0].stop(&history);
     assert_broker_left_every_cache(&leader, &refs(&rest));
     assert_ne!(await_one_leader(&refs(&rest), &history), leader);
-    for broker in &rest {
-        broker.stop(&history);
-    }
-    writer.close();
-    history.assert_one_leader_at_a_time();
+    end_drill(&rest, &writer, &history);
     eprintln!("drill: quorum loss took {:?}", started.elapsed());
 }

@@ -12,7 +12,8 @@ mod common;
 
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
-    await_one_leader, config, eventually, AckedWriter, DrillBroker, RECOVERY,
+    await_one_leader, config, end_drill, eventually, refs, serial, start_brokers, AckedWriter,
+    DrillBroker, RECOVERY,
 };
 use common::leader_history::{check_one_leader_at_a_time, LeaderHistory, Transition};
 use common::own_zookeeper_servers;
@@ -20,20 +21,7 @@ use common::proxy::PartitionProxy;
 use pulsar_server::leader::LeaderService;
 use pulsar_server::metadata::{MetadataStore, SessionEvent};
 use pulsar_testkit::zookeeper::ZooKeeperServer;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// One drill at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn refs(brokers: &[DrillBroker]) -> Vec<&DrillBroker> {
-    brokers.iter().collect()
-}
 
 fn session_of(broker: &DrillBroker) -> (Option<i64>, u64) {
     let session = broker.store.zookeeper_session().expect("a zk: store");
@@ -68,10 +56,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
     let url = format!("zk:{}/drill", server.address());
     let config = config(Duration::from_secs(4));
     let history = LeaderHistory::default();
-    let brokers: Vec<DrillBroker> = ["broker-a", "broker-b", "broker-c"]
-        .iter()
-        .map(|id| DrillBroker::start(&url, config, id, &history))
-        .collect();
+    let brokers = start_brokers(&url, config, &history);
     let writer = MetadataStore::open_with_config(&url, config).unwrap();
     await_one_leader(&refs(&brokers), &history);
     let sessions: Vec<_> = brokers.iter().map(session_of).collect();
@@ -103,11 +88,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
     // The follower must hear the leader's node go (the failure of issue 11: no failover).
     let rest = stop_the_leader_and_check_failover(brokers, &history);
     assert_acked_writes_survived(&writer, &acked);
-    for broker in &rest {
-        broker.stop(&history);
-    }
-    writer.close();
-    history.assert_one_leader_at_a_time();
+    end_drill(&rest, &writer, &history);
     eprintln!("drill: server restart took {:?}", started.elapsed());
 }
 
@@ -205,10 +186,7 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
     let url = format!("zk:{}/drill", server.address());
     let config = config(Duration::from_secs(2));
     let history = LeaderHistory::default();
-    let brokers: Vec<DrillBroker> = ["broker-a", "broker-b", "broker-c"]
-        .iter()
-        .map(|id| DrillBroker::start(&url, config, id, &history))
-        .collect();
+    let brokers = start_brokers(&url, config, &history);
     let writer = MetadataStore::open_with_config(&url, config).unwrap();
     await_one_leader(&refs(&brokers), &history);
     let acked = AckedWriter::start(writer.clone());
@@ -248,11 +226,7 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
     }
     let rest = stop_the_leader_and_check_failover(brokers, &history);
     assert_acked_writes_survived(&writer, &acked);
-    for broker in &rest {
-        broker.stop(&history);
-    }
-    writer.close();
-    history.assert_one_leader_at_a_time();
+    end_drill(&rest, &writer, &history);
     eprintln!("drill: outage took {:?}", started.elapsed());
 }
 

@@ -11,7 +11,7 @@ use pulsar_server::metadata::{
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -316,4 +316,39 @@ pub fn assert_acked_writes_survived(store: &MetadataStore, acked: &[String]) {
         .filter(|path| !present.contains(*path))
         .collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+}
+
+/// One drill at a time within a test binary: they start JVMs and use short session timeouts.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The brokers as the slice of references the assertions take.
+pub fn refs(brokers: &[DrillBroker]) -> Vec<&DrillBroker> {
+    brokers.iter().collect()
+}
+
+/// A drill's three brokers, `broker-a` to `broker-c`, each on its own store at `url`.
+pub fn start_brokers(
+    url: &str,
+    config: MetadataStoreConfig,
+    history: &LeaderHistory,
+) -> Vec<DrillBroker> {
+    ["broker-a", "broker-b", "broker-c"]
+        .iter()
+        .map(|id| DrillBroker::start(url, config, id, history))
+        .collect()
+}
+
+/// Ends a drill: stops the brokers left, closes the writer's store, and checks one leader at a
+/// time over the whole history of leadership changes.
+pub fn end_drill(brokers: &[DrillBroker], writer: &MetadataStore, history: &LeaderHistory) {
+    for broker in brokers {
+        broker.stop(history);
+    }
+    writer.close();
+    history.assert_one_leader_at_a_time();
 }
