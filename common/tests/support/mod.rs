@@ -14,6 +14,38 @@ use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
 use std::any::Any;
 use std::thread::JoinHandle;
 
+/// Counts the worker bodies that returned, for the factories below.
+#[derive(Clone, Default)]
+pub struct WorkerExits(Arc<(Mutex<usize>, Condvar)>);
+
+impl WorkerExits {
+    /// `body`, counted here when it returns.
+    pub fn counting(
+        &self,
+        body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> Box<dyn FnOnce() + Send + 'static> {
+        let exits = self.clone();
+        Box::new(move || {
+            body();
+            let (count, cv) = &*exits.0;
+            *count.lock().unwrap() += 1;
+            cv.notify_all();
+        })
+    }
+
+    /// Waits until `n` bodies have returned; panics after `timeout`.
+    pub fn wait(&self, n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let (count, cv) = &*self.0;
+        let mut finished = count.lock().unwrap();
+        while *finished < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "only {} of {n} workers exited", *finished);
+            finished = cv.wait_timeout(finished, left).unwrap().0;
+        }
+    }
+}
+
 /// A thread factory that counts the threads it starts, the worker bodies that returned, and
 /// the task panics it hears about.
 pub struct CountingFactory {
@@ -21,7 +53,7 @@ pub struct CountingFactory {
     threads_started: AtomicUsize,
     panics: AtomicUsize,
     pub panic_messages: Mutex<Vec<String>>,
-    finished: Arc<(Mutex<usize>, Condvar)>,
+    finished: WorkerExits,
 }
 
 impl CountingFactory {
@@ -31,7 +63,7 @@ impl CountingFactory {
             threads_started: AtomicUsize::new(0),
             panics: AtomicUsize::new(0),
             panic_messages: Mutex::new(Vec::new()),
-            finished: Arc::new((Mutex::new(0), Condvar::new())),
+            finished: WorkerExits::default(),
         })
     }
 
@@ -46,14 +78,7 @@ impl CountingFactory {
     /// Waits until `n` worker bodies have returned (the worker loop exited); panics after
     /// `timeout`.
     pub fn wait_finished(&self, n: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        let (count, cv) = &*self.finished;
-        let mut finished = count.lock().unwrap();
-        while *finished < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "only {} of {n} workers exited", *finished);
-            finished = cv.wait_timeout(finished, left).unwrap().0;
-        }
+        self.finished.wait(n, timeout);
     }
 }
 
@@ -63,13 +88,7 @@ impl ThreadFactory for CountingFactory {
         body: Box<dyn FnOnce() + Send + 'static>,
     ) -> std::io::Result<JoinHandle<()>> {
         self.threads_started.fetch_add(1, Ordering::SeqCst);
-        let finished = Arc::clone(&self.finished);
-        self.inner.new_thread(Box::new(move || {
-            body();
-            let (count, cv) = &*finished;
-            *count.lock().unwrap() += 1;
-            cv.notify_all();
-        }))
+        self.inner.new_thread(self.finished.counting(body))
     }
 
     fn on_task_panic(&self, payload: Box<dyn Any + Send>) {
@@ -117,7 +136,7 @@ pub struct ScriptedFactory {
     pub gate: Arc<Latch>,
     /// When set, the hook panics with a token of this counter as payload.
     hook_panics_with: Option<DropCounter>,
-    finished: Arc<(Mutex<usize>, Condvar)>,
+    finished: WorkerExits,
 }
 
 /// The message a [`ScriptedFactory`] panics with.
@@ -144,7 +163,7 @@ impl ScriptedFactory {
             entered: Latch::new(1),
             gate: Latch::new(1),
             hook_panics_with,
-            finished: Arc::new((Mutex::new(0), Condvar::new())),
+            finished: WorkerExits::default(),
         })
     }
 
@@ -160,14 +179,7 @@ impl ScriptedFactory {
 
     /// Waits until `n` worker bodies started by this factory have returned.
     pub fn wait_finished(&self, n: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        let (count, cv) = &*self.finished;
-        let mut finished = count.lock().unwrap();
-        while *finished < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "only {} of {n} workers exited", *finished);
-            finished = cv.wait_timeout(finished, left).unwrap().0;
-        }
+        self.finished.wait(n, timeout);
     }
 }
 
@@ -178,15 +190,7 @@ impl ThreadFactory for ScriptedFactory {
     ) -> std::io::Result<JoinHandle<()>> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         match self.script[call.min(self.script.len() - 1)] {
-            Start::Work => {
-                let finished = Arc::clone(&self.finished);
-                self.inner.new_thread(Box::new(move || {
-                    body();
-                    let (count, cv) = &*finished;
-                    *count.lock().unwrap() += 1;
-                    cv.notify_all();
-                }))
-            }
+            Start::Work => self.inner.new_thread(self.finished.counting(body)),
             Start::Panic => panic!("{FACTORY_PANIC}"),
             Start::PanicAfterGate => {
                 self.entered.count_down();
