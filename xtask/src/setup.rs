@@ -88,35 +88,33 @@ pub(crate) fn ensure_valgrind() -> Result<()> {
     Ok(())
 }
 
-/// Makes sure `cargo miri` runs on the nightly toolchain, adding the `miri` and `rust-src`
-/// components (or the toolchain itself) when they are missing, and builds Miri's sysroot.
+/// Makes sure `cargo miri` runs on the installed nightly toolchain, adding the `miri` and
+/// `rust-src` components when they are missing, and builds Miri's sysroot.
 ///
 /// # Errors
 ///
-/// `rustup` is missing, or the toolchain or its components cannot be installed (no network,
-/// say); the message names the command to run by hand.
+/// `rustup` or the nightly toolchain is missing, or the components cannot be added (no
+/// network, say); the message names the command to run by hand.
 pub(crate) fn ensure_miri() -> Result<()> {
-    let by_hand = format!(
-        "rustup toolchain install {MIRI_TOOLCHAIN} --profile minimal --component miri,rust-src"
-    );
+    let by_hand = format!("rustup component add --toolchain {MIRI_TOOLCHAIN} miri rust-src");
     if !succeeds(Command::new("rustup").arg("--version")) {
         bail!("Miri needs rustup: install rustup, then run `{by_hand}`");
     }
     if !succeeds(miri_cargo().args(["miri", "--version"])) {
         println!("==> xtask test: installing Miri ({by_hand})");
-        let status = Command::new("rustup")
-            .args([
-                "toolchain",
-                "install",
-                MIRI_TOOLCHAIN,
-                "--profile",
-                "minimal",
-            ])
-            .args(["--component", "miri,rust-src"])
+        // The components onto the installed toolchain, never an update of the toolchain
+        // itself: a newer nightly's Miri may judge a dependency differently (nightly 2026-10-29
+        // flags parking_lot_core 0.9.12's futex call; the 2026-05-19 one this runs on does not).
+        let added = Command::new("rustup")
+            .args(["component", "add", "--toolchain", MIRI_TOOLCHAIN])
+            .args(["miri", "rust-src"])
             .status()
             .context("running rustup")?;
-        if !status.success() || !succeeds(miri_cargo().args(["miri", "--version"])) {
-            bail!("cannot install Miri: run `{by_hand}` by hand, then try again");
+        if !added.success() {
+            bail!("cannot add Miri to the {MIRI_TOOLCHAIN} toolchain: run `{by_hand}` by hand");
+        }
+        if !succeeds(miri_cargo().args(["miri", "--version"])) {
+            bail!("Miri still does not run after installing it: run `{by_hand}` by hand");
         }
     }
     // Builds (or checks) the sysroot once here, so that its output does not interleave with
