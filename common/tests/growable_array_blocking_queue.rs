@@ -326,16 +326,7 @@ fn op() -> impl Strategy<Value = Op> {
 const MAX_OPS: usize = if cfg!(miri) { 100 } else { 400 };
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Under Miri: fewer cases, and no failure file (isolation has no working directory).
-        cases: if cfg!(miri) { 8 } else { 256 },
-        failure_persistence: if cfg!(miri) {
-            None
-        } else {
-            ProptestConfig::default().failure_persistence
-        },
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(support::proptest_config())]
 
     /// The queue behaves as a `VecDeque` under any sequence of operations, growth, wrap-around
     /// and trim included, and its capacity stays a power of two that holds every item.

@@ -1,7 +1,10 @@
 //! `Recycler` against a model: random gets, returns (own thread and another), size changes
 //! and detaches never hand one object out twice, never pass a cap, and match the model's
 //! reuse order, the owner's one-object credit, and the counters exactly.
+
 #![cfg(not(loom))]
+
+mod support;
 
 use proptest::prelude::*;
 use pulsar_common::pool::{Pooled, Recycler};
@@ -167,16 +170,7 @@ impl Drop for Elsewhere {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Under Miri: fewer cases, and no failure file (isolation has no working directory).
-        cases: if cfg!(miri) { 8 } else { 256 },
-        failure_persistence: if cfg!(miri) {
-            None
-        } else {
-            ProptestConfig::default().failure_persistence
-        },
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(support::proptest_config())]
 
     #[test]
     fn the_recycler_behaves_like_its_model(

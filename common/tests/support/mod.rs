@@ -289,3 +289,21 @@ impl BatchRace {
         }
     }
 }
+
+/// The proptest suites' configuration: 256 cases natively; under Miri 8 cases and no failure
+/// file (Miri's isolation has no working directory to write one in).
+pub fn proptest_config() -> proptest::test_runner::Config {
+    let native = proptest::test_runner::Config::default();
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: 8,
+            failure_persistence: None,
+            ..native
+        }
+    } else {
+        proptest::test_runner::Config {
+            cases: 256,
+            ..native
+        }
+    }
+}

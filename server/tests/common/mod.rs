@@ -146,16 +146,7 @@ pub fn recv<T>(receiver: &Receiver<T>) -> T {
 /// Receives until `wanted` matches, returning the value that matched; fails after [`WAIT`].
 #[track_caller]
 pub fn recv_until<T: std::fmt::Debug>(receiver: &Receiver<T>, wanted: impl Fn(&T) -> bool) -> T {
-    let deadline = Instant::now() + WAIT;
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok(value) if wanted(&value) => return value,
-            Ok(value) => seen.push(value),
-            Err(error) => panic!("no matching value within {WAIT:?} ({error}); saw {seen:?}"),
-        }
-    }
+    drill::recv_within(receiver, WAIT, wanted)
 }
 
 /// Asserts that every thread the component started has ended: each marked itself exited and
