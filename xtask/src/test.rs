@@ -11,8 +11,8 @@
 //!    on `pulsar-common` (library models and `tests/loom_*.rs`) and on `pulsar-client`'s
 //!    consumer dispatch (library models), in `target/loom`
 //! 5. Miri (Stacked Borrows, its default) over the tests that execute `unsafe` code, on the
-//!    nightly toolchain (`cargo +nightly miri test`), in `target/miri`, in the background
-//!    beside steps 4 and 6 (each of the three keeps about one core busy); the `miri` and
+//!    dated nightly `setup::MIRI_TOOLCHAIN` (`cargo +nightly-<date> miri test`), in
+//!    `target/miri`, in the background beside steps 4 and 6 (each of the three keeps about one core busy); the `miri` and
 //!    `rust-src` components are installed when missing ([`crate::setup`])
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
 //!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
@@ -187,9 +187,43 @@ fn miri_tests() -> Result<()> {
         let outcome = step(&name, &mut miri);
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         println!("==> xtask test: output of `{name}`:\n{output}");
-        outcome?;
+        // The run's output may scroll away behind the steps running beside it: the error,
+        // which is printed last, carries what went wrong.
+        outcome.map_err(|error| error.context(failure_excerpt(&output)))?;
     }
     Ok(())
+}
+
+/// What a failed test run printed that says why: the lines naming a failure (undefined
+/// behaviour, a panic, a failed test, a compile error) with the two after each, then the last
+/// lines of the output.
+fn failure_excerpt(output: &str) -> String {
+    const MARKERS: [&str; 6] = [
+        "Undefined Behavior",
+        "error:",
+        "error[",
+        "panicked at",
+        "FAILED",
+        "failures:",
+    ];
+    let lines: Vec<&str> = output.lines().collect();
+    let mut excerpt = Vec::new();
+    let mut shown_until = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if excerpt.len() >= 60 {
+            break;
+        }
+        if i >= shown_until && MARKERS.iter().any(|marker| line.contains(marker)) {
+            shown_until = (i + 3).min(lines.len());
+            excerpt.extend_from_slice(&lines[i..shown_until]);
+        }
+    }
+    let tail = &lines[lines.len().saturating_sub(20)..];
+    format!(
+        "what the run reported:\n{}\n--- its last lines:\n{}",
+        excerpt.join("\n"),
+        tail.join("\n")
+    )
 }
 
 /// Runs the tests that exercise `unsafe` under valgrind's memcheck, through cargo's target
