@@ -600,9 +600,7 @@ fn a_panicking_one_shot_task_reports_its_panic_to_its_handle() {
         .schedule(Duration::ZERO, || -> u32 { panic!("bad timer") })
         .unwrap();
     match handle.join() {
-        Err(TaskError::Panicked(payload)) => {
-            assert_eq!(payload.downcast_ref::<&str>(), Some(&"bad timer"))
-        }
+        Err(TaskError::Panicked(panic)) => assert_eq!(panic.message(), "bad timer"),
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(
@@ -638,8 +636,8 @@ fn a_panicking_periodic_task_stops_repeating_and_reports_its_panic() {
         })
         .unwrap();
     match handle.join() {
-        Err(TaskError::Panicked(payload)) => {
-            assert_eq!(payload.downcast_ref::<String>().unwrap(), "run 3 failed")
+        Err(TaskError::Panicked(panic)) => {
+            assert_eq!(*panic.downcast::<String>().unwrap(), "run 3 failed")
         }
         other => panic!("unexpected {other:?}"),
     }

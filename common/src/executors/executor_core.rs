@@ -4,6 +4,7 @@
 //! file; the comments here point at the rule each step keeps.
 
 use crate::collections::ring::Ring;
+use crate::executors::cancelled_tasks::CancelledTasks;
 use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
@@ -94,6 +95,8 @@ pub(crate) struct ExecutorCore {
     idle_trim_after: Option<Duration>,
     /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
     wakeups: AtomicU64,
+    /// Cancelled tasks whose entries are still queued: `pending_tasks` leaves them out.
+    cancelled: CancelledTasks,
 }
 
 impl ExecutorCore {
@@ -115,6 +118,7 @@ impl ExecutorCore {
             lifecycle: WorkerLifecycle::new(factory, "single-thread-executor", RUNNING),
             idle_trim_after,
             wakeups: AtomicU64::new(0),
+            cancelled: CancelledTasks::default(),
         }
     }
 
@@ -226,11 +230,17 @@ impl ExecutorCore {
             .await_termination(&self.queue, |queue| queue.run, timeout)
     }
 
-    /// Tasks accepted and not yet started.
+    /// Tasks accepted and not yet started (cancelled ones left out).
     pub(crate) fn pending_tasks(&self) -> usize {
         let queue = self.queue.lock();
         // SAFETY: the queue lock is held.
-        queue.ring.len() + unsafe { self.batch.unclaimed() }
+        let queued = queue.ring.len() + unsafe { self.batch.unclaimed() };
+        queued.saturating_sub(self.cancelled.count())
+    }
+
+    /// The count of cancelled tasks still queued, shared with the tasks' cells.
+    pub(crate) fn cancelled_tasks(&self) -> &CancelledTasks {
+        &self.cancelled
     }
 
     /// Task slots allocated now (the producers' ring plus the worker's batch).

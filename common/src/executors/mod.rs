@@ -4,7 +4,8 @@
 //! - [`ThreadFactory`] / [`NamedThreadFactory`]: where worker threads come from, and where
 //!   panics of `execute`d tasks are reported; [`ThreadFactoryPanicked`]: a factory's panic,
 //!   turned into a failed thread start.
-//! - [`TaskHandle`] / [`TaskError`]: the result of a submitted task.
+//! - [`TaskHandle`] / [`TaskError`] / [`TaskPanic`]: the result of a submitted task or a
+//!   spawned future (`SingleThreadExecutor::spawn`), which the handle can also cancel.
 //! - [`Task`]: a queued task handed back by `shutdown_now`.
 //! - [`RejectedExecution`] / [`RejectReason`]: a refused task, handed back.
 //! - [`InvokeAnyError`] / [`InvokeFailure`]: why `invoke_any` produced no value.
@@ -12,6 +13,7 @@
 //! The design (queue layout, lock and wake-up protocol with its memory ordering, inline task
 //! storage and its safety argument, trim policy) is described in `README.md` beside this file.
 
+mod cancelled_tasks;
 mod executor_core;
 mod executor_group;
 mod fifo_admission;
@@ -19,13 +21,17 @@ mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;
 mod rejected;
+mod result_slot;
 mod scheduled;
 mod single_thread_executor;
+mod spawn;
 mod staging;
+mod submit_task;
 mod task;
 mod task_batch;
 mod task_error;
 mod task_handle;
+mod task_panic;
 mod thread_factory;
 mod worker_lifecycle;
 
@@ -43,6 +49,7 @@ pub use single_thread_executor::SingleThreadExecutor;
 pub use task::Task;
 pub use task_error::TaskError;
 pub use task_handle::TaskHandle;
+pub use task_panic::TaskPanic;
 pub use thread_factory::{
     panic_message, IndexedThreadFactory, NamedThreadFactory, ThreadFactory, ThreadFactoryPanicked,
 };

@@ -6,9 +6,10 @@ use crate::executors::invoke_any::{InvokeAnyError, InvokeFailure};
 use crate::executors::raw_task::{Job, RawTask};
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::staging;
+use crate::executors::submit_task::SubmitJob;
 use crate::executors::task::Task;
 use crate::executors::task_error::TaskError;
-use crate::executors::task_handle::{result_slot, Completer, TaskHandle};
+use crate::executors::task_handle::TaskHandle;
 use crate::sync::Arc as CoreArc;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,22 +90,6 @@ impl Drop for ExecutorHandle {
     }
 }
 
-/// A submitted closure with the slot its result goes to.
-struct SubmitJob<F, R> {
-    f: F,
-    completer: Completer<R>,
-}
-
-impl<F, R> Job for SubmitJob<F, R>
-where
-    F: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    fn run(self) {
-        self.completer.run(self.f)
-    }
-}
-
 impl SingleThreadExecutor {
     pub(crate) fn from_core(core: ExecutorCore, auto_shutdown_on_drop: bool) -> Self {
         Self {
@@ -131,13 +116,12 @@ impl SingleThreadExecutor {
 
     #[inline]
     fn enqueue_job<J: Job>(&self, job: J) -> Result<(), RejectedExecution<J>> {
-        match ExecutorCore::enqueue(&self.handle.core, RawTask::new(job)) {
-            Ok(()) => Ok(()),
-            Err((raw, reason)) => match raw.downcast::<J>() {
-                Ok(job) => Err(RejectedExecution::new(job, reason)),
-                Err(_) => unreachable!("a rejected task comes back with its own type"),
-            },
-        }
+        enqueue_job(&self.handle.core, job)
+    }
+
+    /// The core (for `spawn.rs`, whose wakers queue polls on it).
+    pub(crate) fn core(&self) -> &CoreArc<ExecutorCore> {
+        &self.handle.core
     }
 
     /// Queues every task of `tasks`, in order, taking the queue lock once for the whole batch
@@ -184,7 +168,9 @@ impl SingleThreadExecutor {
         })
     }
 
-    /// Queues `f` and returns a handle to its result. Allocates one result slot per task.
+    /// Queues `f` and returns a handle to its result, which can also
+    /// [`cancel`](TaskHandle::cancel) it. Allocates one cell per task, holding the closure and
+    /// its result; the queue holds only the cell's pointer.
     ///
     /// # Errors
     ///
@@ -194,13 +180,13 @@ impl SingleThreadExecutor {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let (completer, handle) = result_slot(self.handle.core.id());
-        match self.enqueue_job(SubmitJob { f, completer }) {
-            Ok(()) => Ok(handle),
+        let core = &self.handle.core;
+        let (job, cell) = SubmitJob::new(f, core.cancelled_tasks().clone());
+        match self.enqueue_job(job) {
+            Ok(()) => Ok(TaskHandle::new(cell, core.id())),
             Err(rejected) => {
                 let (job, reason) = rejected.into_parts();
-                // Dropping the completer resolves the (also dropped) handle: no leak, no wait.
-                Err(RejectedExecution::new(job.f, reason))
+                Err(RejectedExecution::new(job.reclaim(), reason))
             }
         }
     }
@@ -359,5 +345,21 @@ impl fmt::Debug for SingleThreadExecutor {
             .field("pending_tasks", &self.pending_tasks())
             .field("auto_shutdown_on_drop", &self.handle.auto_shutdown_on_drop)
             .finish()
+    }
+}
+
+/// Queues `job` on `core` through the one path every task takes (`execute`, `submit`, and a
+/// spawned future's polls); a refused job comes back with its own type.
+#[inline]
+pub(crate) fn enqueue_job<J: Job>(
+    core: &CoreArc<ExecutorCore>,
+    job: J,
+) -> Result<(), RejectedExecution<J>> {
+    match ExecutorCore::enqueue(core, RawTask::new(job)) {
+        Ok(()) => Ok(()),
+        Err((raw, reason)) => match raw.downcast::<J>() {
+            Ok(job) => Err(RejectedExecution::new(job, reason)),
+            Err(_) => unreachable!("a rejected task comes back with its own type"),
+        },
     }
 }

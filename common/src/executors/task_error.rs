@@ -1,17 +1,38 @@
 //! `TaskError`: why a submitted task produced no value.
 
-use crate::executors::thread_factory::panic_message;
+use crate::executors::task_panic::TaskPanic;
 use std::any::Any;
 use std::error::Error;
 use std::fmt;
 
 /// Why a submitted task produced no value.
+///
+/// `Send + Sync + 'static` and an [`Error`], so it converts into `Box<dyn Error + Send + Sync>`
+/// (and `anyhow::Error`); a panic's payload is kept in a [`TaskPanic`].
+///
+/// # Examples
+///
+/// ```
+/// use pulsar_common::executors::{PulsarExecutors, TaskError};
+/// use std::error::Error;
+///
+/// fn answer() -> Result<u32, Box<dyn Error + Send + Sync>> {
+///     let executor = PulsarExecutors::new_single_thread_executor();
+///     let value = executor.submit(|| 42).unwrap().join()?; // `?` boxes a `TaskError`
+///     Ok(value)
+/// }
+/// assert_eq!(answer().unwrap(), 42);
+/// ```
 pub enum TaskError {
-    /// The task panicked; the payload is the one given to `panic!`.
-    Panicked(Box<dyn Any + Send>),
-    /// The task was returned by `shutdown_now` and dropped unrun.
+    /// The task panicked; the payload is the one given to `panic!`. (A spawned future panicked
+    /// in `poll`.)
+    Panicked(TaskPanic),
+    /// The task was cancelled before it ran: by
+    /// [`TaskHandle::cancel`](crate::executors::TaskHandle::cancel), or returned by
+    /// `shutdown_now` and dropped unrun.
     Cancelled,
-    /// The executor refused the task (it was shut down).
+    /// The executor refused the task (it was shut down). For a spawned future: it was woken
+    /// after the executor was shut down, so it could not be polled again; it was dropped.
     Rejected,
     /// The wait was refused, not the task: `join` (or `join_timeout`, `invoke_all`,
     /// `invoke_any`) was called on the worker thread of the executor that has to produce the
@@ -22,6 +43,11 @@ pub enum TaskError {
 }
 
 impl TaskError {
+    /// A task's caught panic.
+    pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> Self {
+        TaskError::Panicked(TaskPanic::new(payload))
+    }
+
     /// Whether the task panicked.
     pub fn is_panic(&self) -> bool {
         matches!(self, TaskError::Panicked(_))
@@ -41,7 +67,7 @@ impl TaskError {
     /// `std::panic::resume_unwind`).
     pub fn into_panic(self) -> Option<Box<dyn Any + Send>> {
         match self {
-            TaskError::Panicked(payload) => Some(payload),
+            TaskError::Panicked(panic) => Some(panic.into_inner()),
             _ => None,
         }
     }
@@ -50,10 +76,9 @@ impl TaskError {
 impl fmt::Debug for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskError::Panicked(payload) => f
-                .debug_tuple("Panicked")
-                .field(&panic_message(payload.as_ref()))
-                .finish(),
+            TaskError::Panicked(panic) => {
+                f.debug_tuple("Panicked").field(&panic.message()).finish()
+            }
             TaskError::Cancelled => f.write_str("Cancelled"),
             TaskError::Rejected => f.write_str("Rejected"),
             TaskError::WouldDeadlock => f.write_str("WouldDeadlock"),
@@ -64,9 +89,7 @@ impl fmt::Debug for TaskError {
 impl fmt::Display for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskError::Panicked(payload) => {
-                write!(f, "task panicked: {}", panic_message(payload.as_ref()))
-            }
+            TaskError::Panicked(panic) => write!(f, "task panicked: {}", panic.message()),
             TaskError::Cancelled => f.write_str("task cancelled before it ran"),
             TaskError::Rejected => f.write_str("task rejected: the executor was shut down"),
             TaskError::WouldDeadlock => f.write_str(

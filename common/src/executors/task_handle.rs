@@ -1,95 +1,31 @@
-//! `TaskHandle`: the result of a submitted task, to join (blocking) or to await.
+//! `TaskHandle`: the result of a submitted task or a spawned future, to join (blocking), to
+//! await, or to cancel.
 
+use crate::executors::result_slot::ResultSlot;
 use crate::executors::task_error::TaskError;
-use crate::executors::worker_lifecycle::is_worker_of;
-use parking_lot::{Condvar, Mutex};
 use std::fmt;
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// The one-shot slot a task writes its result into and its handle reads from.
-struct ResultSlot<R> {
-    state: Mutex<SlotState<R>>,
-    done: Condvar,
+/// What a [`TaskHandle`] sees of its task's shared cell, whatever the task is (a submitted
+/// closure, `submit_task.rs`; a spawned future, `spawn.rs`): the one allocation holding the
+/// task, its state and its outcome.
+pub(crate) trait TaskCell<R>: Send + Sync {
+    /// Where the outcome goes.
+    fn slot(&self) -> &ResultSlot<R>;
+
+    /// Cancels the task if it has not started (see [`TaskHandle::cancel`]).
+    fn cancel(&self) -> bool;
 }
 
-enum SlotState<R> {
-    /// No result yet; the waker of the last poll, if the handle is awaited.
-    Pending(Option<Waker>),
-    Ready(Result<R, TaskError>),
-    /// The handle took the result.
-    Taken,
-}
-
-/// Creates a connected completer / handle pair for a task of the executor with id `executor`
-/// (whose worker thread must not block on the handle).
-pub(crate) fn result_slot<R>(executor: u64) -> (Completer<R>, TaskHandle<R>) {
-    let slot = Arc::new(ResultSlot {
-        state: Mutex::new(SlotState::Pending(None)),
-        done: Condvar::new(),
-    });
-    (
-        Completer {
-            slot: Some(Arc::clone(&slot)),
-        },
-        TaskHandle { slot, executor },
-    )
-}
-
-/// The writing end of a result slot. Dropped without completing, it completes with
-/// [`TaskError::Cancelled`] — so a submitted task that is dropped unrun cancels its handle.
-pub(crate) struct Completer<R> {
-    slot: Option<Arc<ResultSlot<R>>>,
-}
-
-impl<R> Completer<R> {
-    /// Runs `f`, catching a panic, and completes the handle with the outcome.
-    pub(crate) fn run<F: FnOnce() -> R>(self, f: F) {
-        let outcome = panic::catch_unwind(AssertUnwindSafe(f)).map_err(TaskError::Panicked);
-        self.complete(outcome);
-    }
-
-    pub(crate) fn complete(mut self, outcome: Result<R, TaskError>) {
-        if let Some(slot) = self.slot.take() {
-            Self::fill(&slot, outcome);
-        }
-    }
-
-    fn fill(slot: &ResultSlot<R>, outcome: Result<R, TaskError>) {
-        let waker = {
-            let mut state = slot.state.lock();
-            match std::mem::replace(&mut *state, SlotState::Ready(outcome)) {
-                SlotState::Pending(waker) => waker,
-                // Unreachable: only this completer writes, once.
-                other => {
-                    *state = other;
-                    None
-                }
-            }
-        };
-        slot.done.notify_all();
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-impl<R> Drop for Completer<R> {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            Self::fill(&slot, Err(TaskError::Cancelled));
-        }
-    }
-}
-
-/// The result of a task given to `submit`.
+/// The result of a task given to `submit`, or of a future given to `spawn`.
 ///
 /// [`join`](Self::join) blocks until the task has run; `TaskHandle` is also a [`Future`], so
-/// async code can `.await` it. Dropping the handle does not cancel the task.
+/// async code can `.await` it. [`cancel`](Self::cancel) withdraws a task that has not started.
+/// Dropping the handle neither cancels nor waits for the task.
 ///
 /// # Examples
 ///
@@ -101,14 +37,12 @@ impl<R> Drop for Completer<R> {
 ///
 /// let failed = executor.submit(|| -> u32 { panic!("bad input") }).unwrap();
 /// match failed.join() {
-///     Err(TaskError::Panicked(payload)) => {
-///         assert_eq!(payload.downcast_ref::<&str>(), Some(&"bad input"))
-///     }
+///     Err(TaskError::Panicked(panic)) => assert_eq!(panic.message(), "bad input"),
 ///     other => panic!("unexpected {other:?}"),
 /// }
 /// ```
 pub struct TaskHandle<R> {
-    slot: Arc<ResultSlot<R>>,
+    cell: Arc<dyn TaskCell<R>>,
     /// The id of the executor that runs the task: a blocking wait on its worker thread is
     /// refused ([`TaskError::WouldDeadlock`]). Checked only once the result is found not
     /// ready, never on the task's own path.
@@ -116,15 +50,22 @@ pub struct TaskHandle<R> {
 }
 
 impl<R> TaskHandle<R> {
+    /// The handle of `cell`, a task of the executor with id `executor`.
+    pub(crate) fn new(cell: Arc<dyn TaskCell<R>>, executor: u64) -> Self {
+        Self { cell, executor }
+    }
+
     /// Waits for the task and returns its value, or why there is none.
     ///
     /// # Errors
     ///
     /// [`TaskError::Panicked`] with the payload if the task panicked;
-    /// [`TaskError::Cancelled`] if it was returned by `shutdown_now` and dropped unrun;
-    /// [`TaskError::WouldDeadlock`] at once, without waiting, if the result is not ready and
-    /// the caller is the worker thread of the task's own executor (a task joining a task of
-    /// its own executor: the one thread that could run it is the one waiting).
+    /// [`TaskError::Cancelled`] if it was cancelled ([`cancel`](Self::cancel), or returned by
+    /// `shutdown_now` and dropped unrun); [`TaskError::Rejected`] if it was a spawned future
+    /// woken after shutdown; [`TaskError::WouldDeadlock`] at once, without waiting, if the
+    /// result is not ready and the caller is the worker thread of the task's own executor (a
+    /// task joining a task of its own executor: the one thread that could run it is the one
+    /// waiting).
     ///
     /// # Examples
     ///
@@ -137,16 +78,10 @@ impl<R> TaskHandle<R> {
     /// assert!(matches!(outer.unwrap().join().unwrap(), Err(TaskError::WouldDeadlock)));
     /// ```
     pub fn join(self) -> Result<R, TaskError> {
-        let mut state = self.slot.state.lock();
-        loop {
-            if let Some(outcome) = take_ready(&mut state) {
-                return outcome;
-            }
-            if is_worker_of(self.executor) {
-                return Err(TaskError::WouldDeadlock);
-            }
-            self.slot.done.wait(&mut state);
-        }
+        self.cell
+            .slot()
+            .wait(self.executor, None)
+            .expect("a wait without a deadline ends with an outcome")
     }
 
     /// Waits at most `timeout`. On timeout the handle is handed back (`Err(self)`) so the
@@ -157,44 +92,58 @@ impl<R> TaskHandle<R> {
     /// [`join`](Self::join)).
     pub fn join_timeout(self, timeout: Duration) -> Result<Result<R, TaskError>, TaskHandle<R>> {
         let deadline = Instant::now().checked_add(timeout);
-        {
-            let mut state = self.slot.state.lock();
-            loop {
-                if let Some(outcome) = take_ready(&mut state) {
-                    return Ok(outcome);
-                }
-                if is_worker_of(self.executor) {
-                    return Ok(Err(TaskError::WouldDeadlock));
-                }
-                match deadline {
-                    Some(deadline) => {
-                        if self.slot.done.wait_until(&mut state, deadline).timed_out() {
-                            if let Some(outcome) = take_ready(&mut state) {
-                                return Ok(outcome);
-                            }
-                            break;
-                        }
-                    }
-                    None => self.slot.done.wait(&mut state),
-                }
-            }
+        match self.cell.slot().wait(self.executor, deadline) {
+            Some(outcome) => Ok(outcome),
+            None => Err(self),
         }
-        Err(self)
     }
 
     /// Whether the task has finished (ran, panicked or was cancelled).
     pub fn is_finished(&self) -> bool {
-        !matches!(*self.slot.state.lock(), SlotState::Pending(_))
+        self.cell.slot().is_finished()
     }
-}
 
-fn take_ready<R>(state: &mut SlotState<R>) -> Option<Result<R, TaskError>> {
-    match std::mem::replace(state, SlotState::Taken) {
-        SlotState::Ready(outcome) => Some(outcome),
-        other => {
-            *state = other;
-            None
-        }
+    /// Cancels the task if it has not started.
+    ///
+    /// Returns `true` if the task had not started and now never will: its closure (or future)
+    /// is dropped before this returns, on the calling thread, and the handle yields
+    /// [`TaskError::Cancelled`]. Returns `false` if it already ran, is running, or was
+    /// cancelled already. A cancelled task counts neither as pending
+    /// ([`pending_tasks`](crate::executors::SingleThreadExecutor::pending_tasks)) nor as
+    /// completed; its queue entry stays until the worker reaches it and skips it.
+    ///
+    /// A spawned future counts as running only while it is being polled: between polls
+    /// (waiting for a wake, or queued to be polled again) it can be cancelled, and is dropped.
+    ///
+    /// # Panics
+    ///
+    /// If dropping the closure panics: the panic reaches the caller, after the handle was
+    /// resolved with `Cancelled`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::{PulsarExecutors, TaskError};
+    /// use std::sync::mpsc;
+    ///
+    /// let executor = PulsarExecutors::new_single_thread_executor();
+    /// let (started, running) = mpsc::channel();
+    /// let (release, blocked) = mpsc::channel::<()>();
+    /// executor.execute(move || {
+    ///     started.send(()).unwrap();
+    ///     blocked.recv().unwrap(); // keeps the worker busy
+    /// }).unwrap();
+    /// running.recv().unwrap();
+    /// let queued = executor.submit(|| "never runs").unwrap();
+    /// assert_eq!(executor.pending_tasks(), 1);
+    /// assert!(queued.cancel());
+    /// assert!(!queued.cancel(), "only once");
+    /// assert_eq!(executor.pending_tasks(), 0);
+    /// release.send(()).unwrap();
+    /// assert!(matches!(queued.join(), Err(TaskError::Cancelled)));
+    /// ```
+    pub fn cancel(&self) -> bool {
+        self.cell.cancel()
     }
 }
 
@@ -205,18 +154,7 @@ impl<R> Future for TaskHandle<R> {
     ///
     /// If polled again after it returned `Ready`.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.slot.state.lock();
-        match &mut *state {
-            SlotState::Pending(waker) => {
-                match waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-            SlotState::Taken => panic!("TaskHandle polled after it returned Ready"),
-            SlotState::Ready(_) => Poll::Ready(take_ready(&mut state).expect("ready")),
-        }
+        self.cell.slot().poll(cx)
     }
 }
 

@@ -5,7 +5,10 @@ use crate::executors::scheduled::timer_entry::{EntryOutcome, CANCELLED, DONE};
 use crate::executors::task_error::TaskError;
 use crate::sync::Arc as CoreArc;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// The handle of a task given to [`ScheduledExecutor::schedule`] or one of the periodic
@@ -18,6 +21,10 @@ use std::time::{Duration, Instant};
 ///   [`TaskError::Cancelled`]. A periodic task has no value: its `join` returns when it was
 ///   cancelled (`Cancelled`, also at shutdown) or when a run panicked (`Panicked`, and it
 ///   stops repeating).
+///
+/// - It is a [`Future`] too, with the output `join` returns: async code can `.await` it
+///   (wherever it runs; awaiting never blocks a thread, so it is also the way to wait for a
+///   task of this executor from one of its own tasks' futures).
 ///
 /// Dropping the handle neither cancels nor waits for the task.
 ///
@@ -112,6 +119,17 @@ impl<R: Send + 'static> ScheduledHandle<R> {
         // A deadline already passed: takes an outcome that is there, never waits.
         let ready = self.entry.wait_outcome(Some(Instant::now()));
         Some(ready.unwrap_or(Err(TaskError::WouldDeadlock)))
+    }
+}
+
+impl<R: Send + 'static> Future for ScheduledHandle<R> {
+    type Output = Result<R, TaskError>;
+
+    /// # Panics
+    ///
+    /// If polled again after it returned `Ready`.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.entry.poll_outcome(cx)
     }
 }
 

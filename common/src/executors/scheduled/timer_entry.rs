@@ -4,6 +4,7 @@ use crate::executors::task_error::TaskError;
 use crate::executors::thread_factory::panic_message;
 use crate::sync::{AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use std::panic::{self, AssertUnwindSafe};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -151,8 +152,13 @@ struct Body<J: TimerJob> {
     /// The closure while the entry waits; `None` while it runs and once it is done or
     /// cancelled.
     job: Option<J>,
-    /// Set exactly once: the result, the panic, or `Cancelled`. `join` takes it.
+    /// Set exactly once: the result, the panic, or `Cancelled`. `join` (or the awaiting
+    /// handle) takes it.
     outcome: Option<Result<J::Output, TaskError>>,
+    /// The outcome was taken: a handle polled again after `Ready` is a bug, not a wait.
+    outcome_taken: bool,
+    /// The waker of the handle's last poll, woken (outside the lock) with the outcome.
+    waker: Option<Waker>,
     /// The deadline the entry was last armed for (fixed-rate periods count from it).
     deadline: Instant,
 }
@@ -179,6 +185,8 @@ impl<J: TimerJob> TimerEntry<J> {
             body: Mutex::new(Body {
                 job: Some(job),
                 outcome: None,
+                outcome_taken: false,
+                waker: None,
                 deadline,
             }),
             done: Condvar::new(),
@@ -190,15 +198,52 @@ impl<J: TimerJob> TimerEntry<J> {
         self.body.lock().job.take()
     }
 
-    /// Stores the outcome unless one is there already, and wakes `join`.
+    /// Stores the outcome unless one is there already, and wakes `join` and an awaiting
+    /// handle.
     fn complete(&self, outcome: Result<J::Output, TaskError>) {
-        {
+        let waker = {
             let mut body = self.body.lock();
-            if body.outcome.is_none() {
+            if body.outcome.is_none() && !body.outcome_taken {
                 body.outcome = Some(outcome);
             }
-        }
+            body.waker.take()
+        };
+        self.notify(waker);
+    }
+
+    /// Wakes `join` and, outside the lock (it is user code), an awaiting handle's waker.
+    fn notify(&self, waker: Option<Waker>) {
         self.done.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// The `Future::poll` of the entry's handle: takes the outcome if it is there, else
+    /// leaves the waker to be woken with it.
+    ///
+    /// # Panics
+    ///
+    /// If the outcome was taken already (polled again after `Ready`).
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<J::Output, TaskError>> {
+        let mut body = self.body.lock();
+        assert!(
+            !body.outcome_taken,
+            "a scheduled handle polled after it returned Ready"
+        );
+        match body.outcome.take() {
+            Some(outcome) => {
+                body.outcome_taken = true;
+                Poll::Ready(outcome)
+            }
+            None => {
+                match &body.waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => body.waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
     }
 
     /// Waits for the outcome until `deadline` (`None`: no limit) and takes it.
@@ -206,6 +251,7 @@ impl<J: TimerJob> TimerEntry<J> {
         let mut body = self.body.lock();
         loop {
             if let Some(outcome) = body.outcome.take() {
+                body.outcome_taken = true;
                 return Some(outcome);
             }
             match deadline {
@@ -301,7 +347,7 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                 }
                 drop(again);
                 if self.header.transition(RUNNING, DONE) {
-                    self.complete(Err(TaskError::Panicked(payload)));
+                    self.complete(Err(TaskError::panicked(payload)));
                 }
                 false
             }
@@ -309,14 +355,14 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
     }
 
     fn finish_cancel(&self) {
-        let job = {
+        let (job, waker) = {
             let mut body = self.body.lock();
-            if body.outcome.is_none() {
+            if body.outcome.is_none() && !body.outcome_taken {
                 body.outcome = Some(Err(TaskError::Cancelled));
             }
-            body.job.take()
+            (body.job.take(), body.waker.take())
         };
-        self.done.notify_all();
+        self.notify(waker);
         drop(job);
     }
 
@@ -348,10 +394,17 @@ pub(crate) trait EntryOutcome<R>: Timer {
     /// Waits for the outcome until `deadline` (`None`: no limit) and takes it; `None` on
     /// timeout.
     fn wait_outcome(&self, deadline: Option<Instant>) -> Option<Result<R, TaskError>>;
+
+    /// Takes the outcome if it is there, else registers the waker (see `TimerEntry::poll`).
+    fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<R, TaskError>>;
 }
 
 impl<J: TimerJob> EntryOutcome<J::Output> for TimerEntry<J> {
     fn wait_outcome(&self, deadline: Option<Instant>) -> Option<Result<J::Output, TaskError>> {
         self.wait(deadline)
+    }
+
+    fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<J::Output, TaskError>> {
+        self.poll(cx)
     }
 }
