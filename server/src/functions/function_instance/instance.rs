@@ -5,19 +5,19 @@
 //! `process` runs on the caller's thread: it takes a permit (at most `max_pending` async
 //! results outstanding), calls the function, and for a synchronous result gives the permit back
 //! and returns the result. An asynchronous result gets the next sequence number and a slot in
-//! `Shared::slots`, and a first poll is queued on the executor (`function-instance`). Every poll
-//! runs there; the future's waker queues another. When a result is ready it is stored in its
-//! slot and the emitter hands every result that may go out now to the consumer: in input order
-//! (the run of ready slots starting at `next_to_emit`), or, with ordering off, that one result.
-//! The permit comes back after the consumer returns.
+//! `Shared::slots`, and its future is spawned on the executor (`function-instance`) inside an
+//! `AsyncResult`, with `SingleThreadExecutor::spawn`: the executor polls it there, and again
+//! each time it is woken. When the future is ready, `AsyncResult` stores the result in its slot
+//! and the emitter hands every result that may go out now to the consumer: in input order (the
+//! run of ready slots starting at `next_to_emit`), or, with ordering off, that one result. The
+//! permit comes back after the consumer returns.
 //!
-//! Because polls, emission and the close drain are all tasks of one single-thread executor,
-//! they never race with each other; the locks only guard against `process` (which inserts
-//! slots) and wakers (which only queue tasks). The consumer and the futures are user code: they
-//! are taken out of their slot before they are called and put back afterwards.
-//!
-//! The slots and `SlotWaker` drive the futures by hand, as `producer_closer.rs` does; both are to
-//! become `SingleThreadExecutor::spawn(future)` once the executor-core issue adds it.
+//! Because polls, emission and the close drain all run on one single-thread executor, they
+//! never race with each other; the locks only guard against `process` (which inserts slots).
+//! The consumer and the futures are user code: the consumer is taken out of its place before
+//! it is called and put back afterwards; a future's poll and drop go through the panic
+//! boundary. At close the drain cancels (drops) the futures still outstanding through their
+//! spawned tasks' handles, kept in their slots.
 
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::{call_user, catch_user, drop_user};
@@ -25,11 +25,13 @@ use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
 use crate::functions::{AsyncOutput, Function, FunctionOutput};
 use crate::functions::{FunctionError, ProcessError};
 use parking_lot::{Condvar, Mutex};
-use pulsar_common::executors::ThreadFactory;
+use pulsar_common::executors::{TaskHandle, ThreadFactory};
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// The pool name of the instance's executor thread: `function-instance-{pool_id}-1`.
@@ -163,7 +165,7 @@ where
     close_timeout: Duration,
 }
 
-/// What the instance shares with its executor's tasks and the futures' wakers.
+/// What the instance shares with its executor's tasks and spawned results.
 struct Shared<R, O> {
     executor: ComponentExecutor,
     preserve_order: bool,
@@ -186,8 +188,9 @@ struct Slots<R, O> {
 
 struct Slot<R, O> {
     record: R,
-    /// `None` while it is being polled, and once it is ready.
-    future: Option<AsyncOutput<O>>,
+    /// The spawned `AsyncResult` driving the future (set once `spawn` returns): the close
+    /// drain cancels it, dropping a future that is still outstanding.
+    task: Option<TaskHandle<()>>,
     /// Set once the future is ready.
     result: Option<Result<O, FunctionError>>,
 }
@@ -323,28 +326,31 @@ where
             seq,
             Slot {
                 record,
-                future: Some(future),
+                task: None,
                 result: None,
             },
         );
-        let shared = Arc::clone(&self.shared);
-        match self
-            .shared
-            .executor
-            .execute(move || Shared::poll_slot(&shared, seq))
-        {
-            Ok(()) => {
+        let async_result = AsyncResult {
+            shared: Arc::downgrade(&self.shared),
+            seq,
+            future: Some(future),
+        };
+        match self.shared.executor.spawn(async_result) {
+            Ok(task) => {
                 self.next_seq += 1;
+                // Kept for the close drain, unless the result went out already.
+                if let Some(slot) = self.shared.slots.lock().by_seq.get_mut(&seq) {
+                    slot.task = Some(task);
+                }
                 Processed::Pending
             }
             Err(rejected) => {
                 // Only a failed thread start gets here (the executor is shut down by `close`
                 // alone). The sequence number is not used, so in-order emission is unaffected.
                 tracing::error!(%rejected, "the function instance's executor refused an async result");
-                drop(rejected);
+                drop_user(rejected, "an async function result");
                 let slot = self.shared.slots.lock().by_seq.remove(&seq);
                 let slot = slot.expect("the slot inserted above");
-                drop_user(slot.future, "an async function result");
                 self.shared.release_permits(1);
                 Processed::Completed(ExecutionResult {
                     record: slot.record,
@@ -433,7 +439,7 @@ where
         }
         let outstanding = self.outstanding();
         if outstanding > 0 {
-            // Queued behind the polls already queued: ready results go out first.
+            // Queued behind the polls already queued: results ready by then go out first.
             let shared = Arc::clone(&self.shared);
             if let Err(rejected) = self
                 .shared
@@ -484,34 +490,9 @@ where
         self.permit_freed.notify_all();
     }
 
-    /// Executor task: polls the future of slot `seq` once; emits what may go out if it is ready.
-    fn poll_slot(this: &Arc<Self>, seq: u64) {
-        let future = this
-            .slots
-            .lock()
-            .by_seq
-            .get_mut(&seq)
-            .and_then(|slot| slot.future.take());
-        // `None`: a spurious wake-up for a result that is ready already or was abandoned.
-        let Some(mut future) = future else { return };
-        let waker = Waker::from(Arc::new(SlotWaker {
-            shared: Arc::downgrade(this),
-            seq,
-        }));
-        let mut cx = Context::from_waker(&waker);
-        let result = match catch_user("an async function result's poll", || {
-            future.as_mut().poll(&mut cx)
-        }) {
-            Ok(Poll::Pending) => {
-                if let Some(slot) = this.slots.lock().by_seq.get_mut(&seq) {
-                    slot.future = Some(future);
-                }
-                return;
-            }
-            Ok(Poll::Ready(result)) => result,
-            Err(payload) => Err(FunctionError::Panicked(payload)),
-        };
-        drop_user(future, "an async function result");
+    /// On the executor, once the future of slot `seq` is ready: stores its result and emits
+    /// what may go out now.
+    fn complete_slot(this: &Arc<Self>, seq: u64, result: Result<O, FunctionError>) {
         let ready = {
             let mut slots = this.slots.lock();
             if this.preserve_order {
@@ -555,8 +536,8 @@ where
     }
 
     /// Executor task queued by `close`: every result still outstanding goes out now, in input
-    /// order (ready ones with their value, the others as `Abandoned`); then the consumer is
-    /// dropped.
+    /// order (ready ones with their value, the others as `Abandoned`, their futures cancelled:
+    /// dropped, and never polled again); then the consumer is dropped.
     fn abandon_outstanding(this: &Arc<Self>) {
         let mut remaining: Vec<(u64, Slot<R, O>)> = this.slots.lock().by_seq.drain().collect();
         remaining.sort_unstable_by_key(|(seq, _)| *seq);
@@ -564,7 +545,11 @@ where
         let results = remaining
             .into_iter()
             .map(|(_, slot)| {
-                drop_user(slot.future, "an async function result");
+                if let Some(task) = slot.task {
+                    // On the executor's own thread no future is being polled: each is between
+                    // polls, and the cancel drops it here (its drop is user code).
+                    call_user("an async function result", || task.cancel());
+                }
                 ExecutionResult {
                     record: slot.record,
                     result: slot.result.unwrap_or(Err(FunctionError::Abandoned)),
@@ -603,31 +588,46 @@ impl<R, O> Slots<R, O> {
     }
 }
 
-/// The waker of one slot's future: queues a poll of that slot on the executor. Holds the
-/// instance weakly (a future that outlives the instance must not keep it alive).
-struct SlotWaker<R, O> {
+/// One asynchronous result, spawned on the instance's executor: polls the function's future
+/// (through the panic boundary) and, once it is ready, completes its slot. Holds the instance
+/// weakly (a future that outlives the instance must not keep it alive).
+struct AsyncResult<R, O> {
     shared: Weak<Shared<R, O>>,
     seq: u64,
+    /// `None` once ready.
+    future: Option<AsyncOutput<O>>,
 }
 
-impl<R, O> Wake for SlotWaker<R, O>
+impl<R, O> Future for AsyncResult<R, O>
 where
     R: Send + 'static,
     O: Send + 'static,
 {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
+    type Output = ();
 
-    fn wake_by_ref(self: &Arc<Self>) {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(future) = self.future.as_mut() else {
+            return Poll::Ready(());
+        };
+        let result = match catch_user("an async function result's poll", || {
+            future.as_mut().poll(cx)
+        }) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(result)) => result,
+            Err(payload) => Err(FunctionError::Panicked(payload)),
+        };
+        drop_user(self.future.take(), "an async function result");
         if let Some(shared) = self.shared.upgrade() {
-            let seq = self.seq;
-            let task_shared = Arc::clone(&shared);
-            // Rejected after close: the slot was abandoned already, nothing to poll.
-            let _ = shared
-                .executor
-                .execute(move || Shared::poll_slot(&task_shared, seq));
+            Shared::complete_slot(&shared, self.seq, result);
         }
+        Poll::Ready(())
+    }
+}
+
+impl<R, O> Drop for AsyncResult<R, O> {
+    fn drop(&mut self) {
+        // A cancelled (or rejected) result: its future's drop is user code.
+        drop_user(self.future.take(), "an async function result");
     }
 }
 

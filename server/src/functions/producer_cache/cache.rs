@@ -549,7 +549,7 @@ where
         // Producers still flushing or closing at the deadline are abandoned (the driver drops
         // them as soon as it wakes); so is anything handed over from now on.
         self.closer.wait_idle(deadline);
-        self.closer.give_up();
+        Closer::give_up(&self.closer);
         self.closer
             .executor()
             .close_after_queued(self.close_timeout, "a producer's flush or close call");
