@@ -228,7 +228,11 @@ fn cancel_racing_the_worker_leaves_each_task_exactly_once_run_or_cancelled_and_d
         let both = Arc::new(Barrier::new(2));
         let worker_side = Arc::clone(&both);
         // The worker reaches the task right after this barrier, as the canceller does.
-        executor.execute(move || drop(worker_side.wait())).unwrap();
+        executor
+            .execute(move || {
+                worker_side.wait();
+            })
+            .unwrap();
         let handle = executor
             .submit(move || {
                 let _keep = &token;

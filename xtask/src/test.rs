@@ -138,7 +138,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 const MIRI_RUNS: &[(&str, &[&str])] = &[
     // Task slots, batches and the ring (unit tests; the timer wheel's are safe code, checked
     // natively), then both executors' suites (the workers' claim protocol, shutdown_now's
-    // hand-back, panics and drops in every place), groups and pooled buffer lists.
+    // hand-back, panics and drops in every place), submitted tasks' cancel and spawned
+    // futures (their queue entries in task slots: run, dropped, handed back, downcast on
+    // rejection), groups and pooled buffer lists.
     (
         "pulsar-common",
         &["--lib", "--", "--skip", "executors::scheduled::timer_wheel"],
@@ -154,6 +156,10 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "single_thread_executor",
             "--test",
             "scheduled_executor",
+            "--test",
+            "task_cancel",
+            "--test",
+            "spawn",
             "--test",
             "executor_group",
             "--test",

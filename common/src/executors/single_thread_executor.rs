@@ -24,6 +24,9 @@ use std::time::Duration;
 /// - **Allocation-lean**: a closure capturing up to three machine words (an `Arc` and two
 ///   `usize`, say) is stored inline in its ring slot, so once the ring has grown to fit,
 ///   [`execute`](Self::execute) allocates nothing. Larger closures are boxed.
+/// - **Futures**: [`spawn`](Self::spawn) polls a future on the worker, again each time it is
+///   woken, queued like any task; [`submit`](Self::submit) and `spawn` return a
+///   [`TaskHandle`] to join, await or [`cancel`](TaskHandle::cancel).
 /// - **Unbounded admission**: `execute` never blocks; tasks are rejected (and handed back)
 ///   only after shutdown.
 /// - **Panics** never stop the executor: a panicking `execute`d task is reported to the thread
@@ -285,6 +288,8 @@ impl SingleThreadExecutor {
     /// Stops at once: new tasks are rejected and every queued task not yet started comes back,
     /// oldest first. The task running now (if any) finishes — Rust cannot interrupt a thread.
     /// Dropping a returned [`Task`] cancels it (its handle yields [`TaskError::Cancelled`]).
+    /// The entries of tasks cancelled earlier ([`TaskHandle::cancel`]) come back too, as
+    /// tasks that do nothing.
     pub fn shutdown_now(&self) -> Vec<Task> {
         self.handle.core.shutdown_now()
     }

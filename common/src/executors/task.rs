@@ -6,7 +6,8 @@ use std::fmt;
 /// A task that was queued on an executor but never started, returned by `shutdown_now`.
 ///
 /// [`run`](Task::run) runs it on the calling thread. Dropping it drops the closure unrun; if
-/// it came from `submit`, its [`TaskHandle`](crate::executors::TaskHandle) then yields
+/// it came from `submit` (or is a spawned future's queued poll), its
+/// [`TaskHandle`](crate::executors::TaskHandle) then yields
 /// [`TaskError::Cancelled`](crate::executors::TaskError::Cancelled).
 ///
 /// # Examples
