@@ -17,12 +17,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
-use support::{CountingFactory, DropCounter, Latch, LONG};
-
-/// Occupies the worker until the returned sender is used (or dropped).
-fn block_worker(executor: &SingleThreadExecutor) -> mpsc::Sender<()> {
-    support::block_worker_with(|task| executor.execute(task).unwrap())
-}
+use support::{block_worker, CountingFactory, DropCounter, Latch, LONG};
 
 /// A one-shot signal a future waits for: [`Gate::wait`] is pending until [`Gate::open`],
 /// which wakes the last waker the future left. The condition variable tells the test when a

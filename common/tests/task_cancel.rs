@@ -4,17 +4,12 @@
 
 mod support;
 
-use pulsar_common::executors::{panic_message, PulsarExecutors, SingleThreadExecutor, TaskError};
+use pulsar_common::executors::{panic_message, PulsarExecutors, TaskError};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
-use support::{DropCounter, PanickingToken, LONG};
-
-/// Occupies the worker until the returned sender is used (or dropped).
-fn block_worker(executor: &SingleThreadExecutor) -> mpsc::Sender<()> {
-    support::block_worker_with(|task| executor.execute(task).unwrap())
-}
+use support::{block_worker, DropCounter, PanickingToken, LONG};
 
 // ---- smoke ----------------------------------------------------------------------------------
 

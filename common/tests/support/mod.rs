@@ -10,7 +10,7 @@ pub use pulsar_testkit::{
     Latch, PanickingToken, LONG,
 };
 
-use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+use pulsar_common::executors::{NamedThreadFactory, SingleThreadExecutor, ThreadFactory};
 use std::any::Any;
 use std::thread::JoinHandle;
 
@@ -306,4 +306,9 @@ pub fn proptest_config() -> proptest::test_runner::Config {
             ..native
         }
     }
+}
+
+/// Occupies a single-thread executor's worker until the returned sender is used (or dropped).
+pub fn block_worker(executor: &SingleThreadExecutor) -> std::sync::mpsc::Sender<()> {
+    block_worker_with(|task| executor.execute(task).unwrap())
 }
