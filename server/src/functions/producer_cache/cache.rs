@@ -52,7 +52,9 @@ struct CacheKey<K> {
 ///   idle cache).
 /// - **Closing**: a removed producer is flushed, then closed, on the cache's executor (thread
 ///   `producer-cache-{pool}-1`, started on the first removal), each step with the operation
-///   timeout (60 s by default); closes run concurrently. Each producer is closed exactly once.
+///   timeout (60 s by default; an operation still pending at its first poll arms a timer on
+///   a second thread, `producer-cache-timer-{pool}-1`, started only then and stopped by
+///   `close`); closes run concurrently. Each producer is closed exactly once.
 ///   Callers still holding the `Arc` of an evicted producer hold a closed producer.
 /// - **One creation per key**: concurrent `get_or_create` calls for one key run `create` once;
 ///   the others wait for it. `create` runs on the caller's thread with no lock held.
@@ -435,7 +437,8 @@ where
         self.len() == 0
     }
 
-    /// The threads this cache started (its executor thread, once started), to check after
+    /// The threads this cache started (its executor thread, once started, and its timer
+    /// thread, if an operation ever had to be timed), to check after
     /// [`close`](Self::close) that none is left.
     ///
     /// # Examples
@@ -546,8 +549,8 @@ where
                 }
             }
         }
-        // Producers still flushing or closing at the deadline are abandoned (the driver drops
-        // them as soon as it wakes); so is anything handed over from now on.
+        // Producers still flushing or closing at the deadline are abandoned (their closes are
+        // cancelled, dropping their futures); so is anything handed over from now on.
         self.closer.wait_idle(deadline);
         Closer::give_up(&self.closer);
         self.closer
