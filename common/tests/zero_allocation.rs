@@ -1,7 +1,8 @@
 //! Allocation counts of the executor, deterministic and asserted: once the ring has grown to
 //! fit, `execute` (or `execute_all`) of a closure capturing up to three words allocates
 //! nothing, and a steady
-//! workload does not reallocate per batch. One test per binary: the counting allocator is
+//! workload does not reallocate per batch; `submit` allocates one cell, `spawn` two (none per
+//! wake). One test per binary: the counting allocator is
 //! process-wide.
 
 use pulsar_common::executors::PulsarExecutors;
@@ -164,6 +165,50 @@ fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_
         allocations() - before,
         BATCH + vec_allocations,
         "one result slot per submit"
+    );
+
+    // A closure too large for a task slot is still one allocation: it lives in the cell, the
+    // queue holds the cell's pointer.
+    let before = allocations();
+    let handles: Vec<_> = (0..BATCH)
+        .map(|i| {
+            let big = [i as u64; 8];
+            executor.submit(move || big.iter().sum::<u64>()).unwrap()
+        })
+        .collect();
+    let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, 8 * (BATCH * (BATCH - 1) / 2) as u64);
+    assert_eq!(
+        allocations() - before,
+        BATCH + vec_allocations,
+        "one cell per submit, whatever the closure's size"
+    );
+
+    // `spawn`: the cell, and the box that pins the future at its first poll; a wake (here,
+    // the future waking itself, queued again each time) allocates nothing.
+    const WAKES: usize = 16;
+    let before = allocations();
+    let handles: Vec<_> = (0..BATCH)
+        .map(|_| {
+            let mut left = WAKES;
+            executor
+                .spawn(std::future::poll_fn(move |cx| {
+                    if left == 0 {
+                        return std::task::Poll::Ready(1usize);
+                    }
+                    left -= 1;
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }))
+                .unwrap()
+        })
+        .collect();
+    let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, BATCH);
+    assert_eq!(
+        allocations() - before,
+        2 * BATCH + vec_allocations,
+        "two allocations per spawned future, none per wake"
     );
     let _ = expected;
 }
