@@ -4,7 +4,8 @@
 //! trip.
 
 use pulsar_common::executors::{
-    InvokeAnyError, PulsarExecutors, RejectedExecution, TaskError, TaskPanic, ThreadFactoryPanicked,
+    InvokeAnyError, PulsarExecutors, RejectReason, RejectedExecution, TaskError, TaskPanic,
+    ThreadFactoryPanicked,
 };
 use std::error::Error;
 
@@ -15,6 +16,7 @@ fn assert_ecosystem_error<E: Error + Send + Sync + 'static>() {}
 fn the_executor_errors_are_send_sync_and_static_errors() {
     assert_ecosystem_error::<TaskError>();
     assert_ecosystem_error::<ThreadFactoryPanicked>();
+    assert_ecosystem_error::<RejectReason>();
     // Generic errors are, when what they carry is (a plain function here; a closure is `Sync`
     // when its captures are).
     assert_ecosystem_error::<RejectedExecution<fn()>>();

@@ -31,6 +31,15 @@ impl fmt::Display for RejectReason {
     }
 }
 
+impl Error for RejectReason {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            RejectReason::ThreadStartFailed(error) => Some(error),
+            RejectReason::Shutdown => None,
+        }
+    }
+}
+
 /// A task an executor did not accept, handed back to the caller with the reason.
 ///
 /// `Debug` does not require `F: Debug`.
