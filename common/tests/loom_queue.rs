@@ -41,7 +41,7 @@ fn loom_terminate_wakes_a_blocked_taker_and_keeps_queued_items() {
         };
         queue.put(7).unwrap();
         queue.terminate();
-        assert_eq!(queue.put(8), Err(8));
+        assert_eq!(queue.put(8).unwrap_err().into_inner(), 8);
         assert_eq!(taker.join().unwrap(), vec![7]);
     });
 }

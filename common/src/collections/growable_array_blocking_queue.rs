@@ -1,5 +1,6 @@
 //! `GrowableArrayBlockingQueue`: an unbounded FIFO MPMC blocking queue on one growable ring.
 
+use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use std::fmt;
@@ -15,7 +16,9 @@ use std::time::{Duration, Instant};
 ///   [`poll_timeout`](Self::poll_timeout) waits at most a given time.
 /// - [`trim`](Self::trim) gives memory back after a burst, by Pulsar's rule, without ever
 ///   waiting for a busy lock.
-/// - [`terminate`](Self::terminate) wakes every blocked taker; afterwards `put` hands items back.
+/// - [`terminate`](Self::terminate) wakes every blocked taker; afterwards `put` hands items back
+///   in a [`PutError`], and `poll_timeout` tells a terminated queue
+///   ([`PollTimeoutError::Terminated`]) from a timeout ([`PollTimeoutError::Timeout`]).
 ///
 /// Every item is dropped exactly once: when taken out and dropped by the caller, or with the
 /// queue.
@@ -55,7 +58,7 @@ use std::time::{Duration, Instant};
 /// }
 /// queue.terminate(); // the consumer drains what is left, then `take` returns `None`
 /// assert_eq!(consumer.join().unwrap(), 5050);
-/// assert_eq!(queue.put(1), Err(1)); // handed back after terminate
+/// assert_eq!(queue.put(1).unwrap_err().into_inner(), 1); // handed back after terminate
 /// ```
 pub struct GrowableArrayBlockingQueue<T> {
     /// The ring and the count of blocked takers.
@@ -99,11 +102,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// # Errors
     ///
-    /// Hands `item` back as `Err(item)` once the queue has been [terminated](Self::terminate).
-    pub fn put(&self, item: T) -> Result<(), T> {
+    /// Hands `item` back in a [`PutError`] (see [`PutError::into_inner`]) once the queue has
+    /// been [terminated](Self::terminate).
+    pub fn put(&self, item: T) -> Result<(), PutError<T>> {
         let mut state = self.state.lock();
         if state.terminated {
-            return Err(item);
+            return Err(PutError::new(item));
         }
         state.ring.push_back(item);
         self.len.store(state.ring.len(), Ordering::Release);
@@ -126,24 +130,27 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
     /// Removes the head, waiting up to `timeout` for one to arrive.
     ///
-    /// Returns `None` when the timeout elapses, or at once when the queue is terminated and
-    /// empty.
-    pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
+    /// # Errors
+    ///
+    /// [`PollTimeoutError::Timeout`] when `timeout` elapses with the queue empty;
+    /// [`PollTimeoutError::Terminated`] at once when the queue is terminated and empty (items
+    /// queued before [`terminate`](Self::terminate) are still returned first).
+    pub fn poll_timeout(&self, timeout: Duration) -> Result<T, PollTimeoutError> {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.state.lock();
         loop {
             if let Some(item) = self.pop_locked(&mut state) {
-                return Some(item);
+                return Ok(item);
             }
             if state.terminated {
-                return None;
+                return Err(PollTimeoutError::Terminated);
             }
             let remaining = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
                 None => Duration::MAX,
             };
             if remaining.is_zero() {
-                return None;
+                return Err(PollTimeoutError::Timeout);
             }
             state.waiting += 1;
             let (guard, _timed_out) = self.not_empty.wait_timeout(state, remaining);
