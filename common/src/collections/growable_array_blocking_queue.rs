@@ -2,7 +2,7 @@
 
 use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
-use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AdaptiveSpin, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -27,13 +27,20 @@ use std::time::{Duration, Instant};
 ///
 /// One lock guards the ring (Pulsar uses a head and a tail lock). With one ring that grows and
 /// shrinks, one short critical section per operation is simpler to prove, but producer and
-/// consumer contend for it: the `queue` benchmark measures this queue at ~1.8-2.8x the time per
-/// item of `std::sync::mpsc` (see the README's table). The executor does not use this type's
-/// lock discipline: its worker swaps the whole ring out in O(1) and claims tasks lock-free.
-/// Takers that find the queue empty count themselves in `waiting`
-/// under the lock and wait on `not_empty`; `put` signals only when somebody waits, so a
-/// producer makes no wake-up call while consumers keep up. `len` and `terminated` mirror the
-/// locked state so that `len`/`is_empty`/`is_terminated` never take the lock.
+/// consumer contend for it (the `queue` benchmark compares it with crossbeam, flume and std).
+/// The executor does not use this type's lock discipline: its worker swaps the whole ring out
+/// in O(1) and claims tasks lock-free.
+///
+/// `len` and `terminated` mirror the locked state so that `len`/`is_empty`/`is_terminated`
+/// never take the lock. A taker that finds the queue empty first spins on those two mirrors
+/// for a short, adaptive bound (`sync::AdaptiveSpin`: at most tens of
+/// microseconds, shortened while spins keep failing, never yielding the core), so that an item
+/// put within the spin is handed over without either side making a system call. Only then does
+/// it lock, look again, count itself in `waiting` under the lock and wait on `not_empty`;
+/// `put` signals only when somebody waits, so a producer makes no wake-up call while consumers
+/// keep up. The spin reads hints only: whatever it sees, the taker decides under the lock, so
+/// the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`, where the spin is
+/// off).
 ///
 /// # Examples
 ///
@@ -69,6 +76,8 @@ pub struct GrowableArrayBlockingQueue<T> {
     len: AtomicUsize,
     /// Set once by `terminate`; written under the lock, read without it.
     terminated: AtomicBool,
+    /// How long a taker that finds the queue empty spins on `len` before it waits.
+    spin: AdaptiveSpin,
 }
 
 struct QueueState<T> {
@@ -95,6 +104,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             not_empty: Condvar::new(),
             len: AtomicUsize::new(0),
             terminated: AtomicBool::new(false),
+            spin: AdaptiveSpin::new(),
         }
     }
 
@@ -136,7 +146,30 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// [`PollTimeoutError::Terminated`] at once when the queue is terminated and empty (items
     /// queued before [`terminate`](Self::terminate) are still returned first).
     pub fn poll_timeout(&self, timeout: Duration) -> Result<T, PollTimeoutError> {
-        let deadline = Instant::now().checked_add(timeout);
+        // A timeout too long to represent as an instant is no timeout at all.
+        self.wait_for_item(Instant::now().checked_add(timeout))
+    }
+
+    /// Removes the head, blocking until an item arrives.
+    ///
+    /// Returns `None` only once the queue is terminated and empty.
+    pub fn take(&self) -> Option<T> {
+        self.wait_for_item(None).ok()
+    }
+
+    /// `take` (no deadline) and `poll_timeout`: pop if there is an item; else spin briefly on
+    /// the lock-free `len`/`terminated` mirrors (see [`AdaptiveSpin`]), then wait on
+    /// `not_empty` as a counted waiter until an item, terminate or the deadline.
+    fn wait_for_item(&self, deadline: Option<Instant>) -> Result<T, PollTimeoutError> {
+        if self.len.load(Ordering::Relaxed) == 0 && !self.terminated.load(Ordering::Relaxed) {
+            let limit = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(Instant::now())
+            });
+            self.spin.spin(
+                || self.len.load(Ordering::Relaxed) != 0 || self.terminated.load(Ordering::Relaxed),
+                limit,
+            );
+        }
         let mut state = self.state.lock();
         loop {
             if let Some(item) = self.pop_locked(&mut state) {
@@ -145,36 +178,32 @@ impl<T> GrowableArrayBlockingQueue<T> {
             if state.terminated {
                 return Err(PollTimeoutError::Terminated);
             }
-            let remaining = match deadline {
-                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
-                None => Duration::MAX,
+            state = match deadline {
+                None => self.wait_locked(state, None),
+                Some(deadline) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return Err(PollTimeoutError::Timeout);
+                    }
+                    self.wait_locked(state, Some(remaining))
+                }
             };
-            if remaining.is_zero() {
-                return Err(PollTimeoutError::Timeout);
-            }
-            state.waiting += 1;
-            let (guard, _timed_out) = self.not_empty.wait_timeout(state, remaining);
-            state = guard;
-            state.waiting -= 1;
         }
     }
 
-    /// Removes the head, blocking until an item arrives.
-    ///
-    /// Returns `None` only once the queue is terminated and empty.
-    pub fn take(&self) -> Option<T> {
-        let mut state = self.state.lock();
-        loop {
-            if let Some(item) = self.pop_locked(&mut state) {
-                return Some(item);
-            }
-            if state.terminated {
-                return None;
-            }
-            state.waiting += 1;
-            state = self.not_empty.wait(state);
-            state.waiting -= 1;
-        }
+    /// Waits on `not_empty` (at most `timeout`), counted in `waiting` so that `put` notifies.
+    fn wait_locked<'a>(
+        &self,
+        mut state: MutexGuard<'a, QueueState<T>>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, QueueState<T>> {
+        state.waiting += 1;
+        let mut state = match timeout {
+            None => self.not_empty.wait(state),
+            Some(timeout) => self.not_empty.wait_timeout(state, timeout).0,
+        };
+        state.waiting -= 1;
+        state
     }
 
     fn pop_locked(&self, state: &mut QueueState<T>) -> Option<T> {
