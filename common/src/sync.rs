@@ -230,10 +230,13 @@ pub(crate) fn spin_until(mut ready: impl FnMut() -> bool, budget: std::time::Dur
 /// - a spin that finds work doubles the budget, up to [`AdaptiveSpin::MAX`];
 /// - a spin that runs out halves it; below [`AdaptiveSpin::MIN`] spinning stops;
 /// - stopped, the waiters park at once, except that every so many waits one *probe* spins for
-///   `MIN`: a probe that finds work starts spinning again; one that fails doubles the number of
-///   waits until the next probe (up to [`AdaptiveSpin::MAX_PROBE_INTERVAL`]). A machine with
-///   more runnable threads than cores thus costs at most `MIN` per that many waits, and a
-///   workload that starts paying again (a ping-pong once the machine is quiet) is seen to.
+///   `MAX`: a probe that finds work starts spinning again (at `MAX`); one that fails doubles
+///   the number of waits until the next probe (up to [`AdaptiveSpin::MAX_PROBE_INTERVAL`]).
+///   A probe is as long as `MAX` because the work it waits for often comes from a thread that
+///   is itself parked (both ends of a ping-pong stop spinning together) and must first be
+///   woken, which takes longer than any short spin. A machine with more runnable threads than
+///   cores thus costs one `MAX` per that many waits, and a workload that starts paying again
+///   (a ping-pong once the machine is quiet) is seen to.
 ///
 /// On a machine with one CPU a spin can never win (the producer needs the spinner's core), so
 /// nothing spins there; under loom and Miri ([`SPIN_ENABLED`] off) nothing spins either, so the
@@ -250,10 +253,11 @@ pub(crate) struct AdaptiveSpin {
 }
 
 impl AdaptiveSpin {
-    /// The shortest bound worth spinning for, and a probe's length.
+    /// The shortest bound worth spinning for: a halving below it stops spinning.
     pub(crate) const MIN: std::time::Duration = std::time::Duration::from_micros(1);
-    /// The longest bound (and the initial one): about two park-and-wake hops on a busy VM.
-    pub(crate) const MAX: std::time::Duration = std::time::Duration::from_micros(32);
+    /// The longest bound, the initial one and a probe's length: a few times the latency of
+    /// waking a parked thread on a busy VM.
+    pub(crate) const MAX: std::time::Duration = std::time::Duration::from_micros(50);
     /// The most waits between two probes while spinning is stopped.
     pub(crate) const MAX_PROBE_INTERVAL: usize = 1024;
     /// The waits before the first probe once spinning stops.
@@ -285,7 +289,7 @@ impl AdaptiveSpin {
                 self.skip.store(skip - 1, Ordering::Relaxed);
                 return ready();
             }
-            budget_ns = min_ns;
+            budget_ns = Self::MAX.as_nanos() as usize;
         }
         let budget = std::time::Duration::from_nanos(budget_ns as u64);
         let won = spin_until(&mut ready, budget.min(limit));
@@ -379,10 +383,12 @@ mod adaptive_spin_tests {
         for _ in 0..2 * AdaptiveSpin::FIRST_PROBE_INTERVAL {
             assert_eq!(spin_once(&spin, false), 1);
         }
-        // ...and a probe that wins restarts spinning, at twice the probe's length.
+        // ...and a probe that wins restarts spinning, at the longest bound.
         spin_once(&spin, true);
-        assert_eq!(spin.budget(), AdaptiveSpin::MIN * 2);
+        assert_eq!(spin.budget(), AdaptiveSpin::MAX);
+        spin_once(&spin, false);
+        assert_eq!(spin.budget(), AdaptiveSpin::MAX / 2);
         spin_once(&spin, true);
-        assert_eq!(spin.budget(), AdaptiveSpin::MIN * 4);
+        assert_eq!(spin.budget(), AdaptiveSpin::MAX);
     }
 }
