@@ -2,10 +2,7 @@
 
 use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
-use crate::sync::{
-    AdaptiveSpin, AtomicBool, AtomicUsize, CachePadded, Condvar, Mutex, MutexGuard, Ordering,
-};
-use std::collections::VecDeque;
+use crate::sync::{AdaptiveSpin, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -28,31 +25,22 @@ use std::time::{Duration, Instant};
 ///
 /// # Design
 ///
-/// Two locks, taken in this order when both are needed: the takers' `taken` buffer, then the
-/// producers' `state` (the ring). Producers push under `state` alone. A taker pops under
-/// `taken` alone while the buffer holds items; when it is empty, the taker also locks `state`
-/// and moves up to 32 items (`TAKE_BATCH`) from the ring's head to the buffer. Every buffered item
-/// is older than every item in the ring, and items move only in order under both locks, so the
-/// queue stays FIFO across producers and takers. A backlog therefore costs the producers one
-/// visit from a taker per batch instead of one per item. (Pulsar uses a head and a tail lock on
-/// one array; the executor swaps its whole ring out instead, which a multi-taker queue with a
-/// trim rule cannot.)
+/// One lock guards the ring (Pulsar uses a head and a tail lock). With one ring that grows and
+/// shrinks, one short critical section per operation is simpler to prove, but producer and
+/// consumer contend for it (the `queue` benchmark compares it with crossbeam, flume and std).
+/// The executor does not use this type's lock discipline: its worker swaps the whole ring out
+/// in O(1) and claims tasks lock-free.
 ///
-/// The ring's capacity holds every queued item, buffered ones included (the ring grows when
-/// ring + buffer would not fit; trim counts both), so `capacity`, growth and trim read as for
-/// one ring; the buffer's own 32 slots are allocated once, at the first take.
-///
-/// `len` (the ring's items), `taken_len` (the buffer's) and `terminated` mirror the locked
-/// state so that `len`/`is_empty`/`is_terminated` never take a lock. A taker that finds the
-/// queue empty first spins on those mirrors for a short, adaptive bound
-/// (`sync::AdaptiveSpin`: at most tens of microseconds, shortened while spins keep failing,
-/// never yielding the core), so that an item put within the spin is handed over without either
-/// side making a system call. Only then does it lock, look again, count itself in `waiting`
-/// under `state` and wait on `not_empty` (after letting go of `taken`, so that `drain_to`,
-/// `clear` or another taker never wait for an item); `put` signals only when somebody waits,
-/// so a producer makes no wake-up call while consumers keep up. The spin reads hints only:
-/// whatever it sees, the taker decides under the locks, so the wake-up protocol is the
-/// locks' (modelled in `tests/loom_queue.rs`, where the spin is off).
+/// `len` and `terminated` mirror the locked state so that `len`/`is_empty`/`is_terminated`
+/// never take the lock. A taker that finds the queue empty first spins on those two mirrors
+/// for a short, adaptive bound (`sync::AdaptiveSpin`: at most tens of
+/// microseconds, shortened while spins keep failing, never yielding the core), so that an item
+/// put within the spin is handed over without either side making a system call. Only then does
+/// it lock, look again, count itself in `waiting` under the lock and wait on `not_empty`;
+/// `put` signals only when somebody waits, so a producer makes no wake-up call while consumers
+/// keep up. The spin reads hints only: whatever it sees, the taker decides under the lock, so
+/// the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`, where the spin is
+/// off).
 ///
 /// # Examples
 ///
@@ -80,23 +68,16 @@ use std::time::{Duration, Instant};
 /// assert_eq!(queue.put(1).unwrap_err().into_inner(), 1); // handed back after terminate
 /// ```
 pub struct GrowableArrayBlockingQueue<T> {
-    /// The producers' side: the ring, the count of blocked takers, terminated.
-    state: CachePadded<ProducerSide<T>>,
-    /// The takers' side: items moved out of the ring's head, ahead of every item in it.
-    taken: CachePadded<TakerSide<T>>,
+    /// The ring and the count of blocked takers.
+    state: Mutex<QueueState<T>>,
     /// Signalled when an item arrives (only while `waiting > 0`) and on terminate.
     not_empty: Condvar,
-    /// Set once by `terminate`; written under the `state` lock, read without it.
-    terminated: AtomicBool,
-    /// How long a taker that finds the queue empty spins on the mirrors before it waits.
-    spin: AdaptiveSpin,
-}
-
-/// What producers touch, on its own cache line(s).
-struct ProducerSide<T> {
-    lock: Mutex<QueueState<T>>,
-    /// Items in the ring; written under `lock`, read without it.
+    /// Number of items; written under the lock, read without it.
     len: AtomicUsize,
+    /// Set once by `terminate`; written under the lock, read without it.
+    terminated: AtomicBool,
+    /// How long a taker that finds the queue empty spins on `len` before it waits.
+    spin: AdaptiveSpin,
 }
 
 struct QueueState<T> {
@@ -105,20 +86,6 @@ struct QueueState<T> {
     waiting: usize,
     terminated: bool,
 }
-
-/// What takers touch, on its own cache line(s).
-struct TakerSide<T> {
-    /// At most [`TAKE_BATCH`] items taken from the ring's head, oldest first.
-    lock: Mutex<VecDeque<T>>,
-    /// Items in the buffer; written under `lock` — and, when it grows (a refill), under the
-    /// `state` lock too, so that a producer holding `state` reads an upper bound.
-    len: AtomicUsize,
-}
-
-/// Items a taker moves from the ring to the takers' buffer per visit to the producers' lock.
-const TAKE_BATCH: usize = 32;
-
-type StateGuard<'a, T> = MutexGuard<'a, QueueState<T>>;
 
 impl<T> GrowableArrayBlockingQueue<T> {
     /// An empty queue with 64 slots.
@@ -129,19 +96,13 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1).
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            state: CachePadded::new(ProducerSide {
-                lock: Mutex::new(QueueState {
-                    ring: Ring::with_capacity(capacity),
-                    waiting: 0,
-                    terminated: false,
-                }),
-                len: AtomicUsize::new(0),
-            }),
-            taken: CachePadded::new(TakerSide {
-                lock: Mutex::new(VecDeque::new()),
-                len: AtomicUsize::new(0),
+            state: Mutex::new(QueueState {
+                ring: Ring::with_capacity(capacity),
+                waiting: 0,
+                terminated: false,
             }),
             not_empty: Condvar::new(),
+            len: AtomicUsize::new(0),
             terminated: AtomicBool::new(false),
             spin: AdaptiveSpin::new(),
         }
@@ -154,19 +115,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Hands `item` back in a [`PutError`] (see [`PutError::into_inner`]) once the queue has
     /// been [terminated](Self::terminate).
     pub fn put(&self, item: T) -> Result<(), PutError<T>> {
-        let mut state = self.state.lock.lock();
+        let mut state = self.state.lock();
         if state.terminated {
             return Err(PutError::new(item));
         }
-        let ring_len = state.ring.len();
-        // The ring's capacity holds the buffered items too. Near full, count them: the buffer
-        // only grows under this lock, so the value read here is an upper bound.
-        if ring_len + TAKE_BATCH >= state.ring.capacity() {
-            let total = ring_len + self.taken.len.load(Ordering::Relaxed);
-            state.ring.grow_to_hold(total + 1);
-        }
         state.ring.push_back(item);
-        self.state.len.store(ring_len + 1, Ordering::Release);
+        self.len.store(state.ring.len(), Ordering::Release);
         let wake = state.waiting > 0;
         drop(state);
         if wake {
@@ -177,15 +131,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
     /// Removes the head if there is one. Never blocks.
     pub fn poll(&self) -> Option<T> {
-        if self.is_empty() {
+        if self.len.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let mut taken = self.taken.lock.lock();
-        if let Some(item) = self.pop_buffered(&mut taken) {
-            return Some(item);
-        }
-        let mut state = self.state.lock.lock();
-        self.refill_and_pop(&mut taken, &mut state)
+        let mut state = self.state.lock();
+        self.pop_locked(&mut state)
     }
 
     /// Removes the head, waiting up to `timeout` for one to arrive.
@@ -208,54 +158,45 @@ impl<T> GrowableArrayBlockingQueue<T> {
     }
 
     /// `take` (no deadline) and `poll_timeout`: pop if there is an item; else spin briefly on
-    /// the lock-free mirrors (see [`AdaptiveSpin`]), then wait on `not_empty` as a counted
-    /// waiter until an item, terminate or the deadline.
+    /// the lock-free `len`/`terminated` mirrors (see [`AdaptiveSpin`]), then wait on
+    /// `not_empty` as a counted waiter until an item, terminate or the deadline.
     fn wait_for_item(&self, deadline: Option<Instant>) -> Result<T, PollTimeoutError> {
-        if self.is_empty() && !self.terminated.load(Ordering::Relaxed) {
+        if self.len.load(Ordering::Relaxed) == 0 && !self.terminated.load(Ordering::Relaxed) {
             let limit = deadline.map_or(Duration::MAX, |deadline| {
                 deadline.saturating_duration_since(Instant::now())
             });
             self.spin.spin(
-                || !self.is_empty() || self.terminated.load(Ordering::Relaxed),
+                || self.len.load(Ordering::Relaxed) != 0 || self.terminated.load(Ordering::Relaxed),
                 limit,
             );
         }
+        let mut state = self.state.lock();
         loop {
-            let mut taken = self.taken.lock.lock();
-            if let Some(item) = self.pop_buffered(&mut taken) {
-                return Ok(item);
-            }
-            let mut state = self.state.lock.lock();
-            if let Some(item) = self.refill_and_pop(&mut taken, &mut state) {
+            if let Some(item) = self.pop_locked(&mut state) {
                 return Ok(item);
             }
             if state.terminated {
                 return Err(PollTimeoutError::Terminated);
             }
-            // Buffer and ring are empty, and no item can reach the buffer without passing
-            // through the ring, whose next `put` sees this taker counted in `waiting`.
-            drop(taken);
-            let timeout = match deadline {
-                None => None,
+            state = match deadline {
+                None => self.wait_locked(state, None),
                 Some(deadline) => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     if remaining.is_zero() {
                         return Err(PollTimeoutError::Timeout);
                     }
-                    Some(remaining)
+                    self.wait_locked(state, Some(remaining))
                 }
             };
-            // Woken (or timed out): let go of `state` and look again, locks in order.
-            drop(self.wait_locked(state, timeout));
         }
     }
 
     /// Waits on `not_empty` (at most `timeout`), counted in `waiting` so that `put` notifies.
     fn wait_locked<'a>(
         &self,
-        mut state: StateGuard<'a, T>,
+        mut state: MutexGuard<'a, QueueState<T>>,
         timeout: Option<Duration>,
-    ) -> StateGuard<'a, T> {
+    ) -> MutexGuard<'a, QueueState<T>> {
         state.waiting += 1;
         let mut state = match timeout {
             None => self.not_empty.wait(state),
@@ -265,31 +206,10 @@ impl<T> GrowableArrayBlockingQueue<T> {
         state
     }
 
-    /// Pops the buffer's head (the `taken` lock held).
-    #[inline]
-    fn pop_buffered(&self, taken: &mut VecDeque<T>) -> Option<T> {
-        let item = taken.pop_front()?;
-        self.taken.len.store(taken.len(), Ordering::Release);
+    fn pop_locked(&self, state: &mut QueueState<T>) -> Option<T> {
+        let item = state.ring.pop_front()?;
+        self.len.store(state.ring.len(), Ordering::Release);
         Some(item)
-    }
-
-    /// Moves up to [`TAKE_BATCH`] items from the ring to the (empty) buffer and pops the first
-    /// (both locks held).
-    fn refill_and_pop(&self, taken: &mut VecDeque<T>, state: &mut QueueState<T>) -> Option<T> {
-        debug_assert!(taken.is_empty(), "refilled a buffer that still holds items");
-        if state.ring.is_empty() {
-            return None;
-        }
-        if taken.capacity() == 0 {
-            taken.reserve_exact(TAKE_BATCH);
-        }
-        state.ring.move_front_to(taken, TAKE_BATCH);
-        let item = taken.pop_front();
-        // The buffer's count first: a reader that sees the ring's new count (`is_empty`
-        // reads it first) then sees the items in the buffer.
-        self.taken.len.store(taken.len(), Ordering::Release);
-        self.state.len.store(state.ring.len(), Ordering::Release);
-        item
     }
 
     /// Moves up to `max` items, head first, to the end of `out`. Returns how many moved.
@@ -297,50 +217,36 @@ impl<T> GrowableArrayBlockingQueue<T> {
         if max == 0 {
             return 0;
         }
-        let mut taken = self.taken.lock.lock();
-        let buffered = max.min(taken.len());
-        out.extend(taken.drain(..buffered));
-        self.taken.len.store(taken.len(), Ordering::Release);
-        if buffered == max {
-            return max;
-        }
-        let mut state = self.state.lock.lock();
-        let moved = state.ring.drain_to(out, max - buffered);
-        self.state.len.store(state.ring.len(), Ordering::Release);
-        buffered + moved
+        let mut state = self.state.lock();
+        let moved = state.ring.drain_to(out, max);
+        self.len.store(state.ring.len(), Ordering::Release);
+        moved
     }
 
     /// Number of items queued now.
     pub fn len(&self) -> usize {
-        let ring = self.state.len.load(Ordering::Acquire);
-        ring + self.taken.len.load(Ordering::Acquire)
+        self.len.load(Ordering::Acquire)
     }
 
     /// Whether no item is queued now.
     pub fn is_empty(&self) -> bool {
-        // The ring's count first: see `refill_and_pop`.
-        self.state.len.load(Ordering::Acquire) == 0 && self.taken.len.load(Ordering::Acquire) == 0
+        self.len() == 0
     }
 
-    /// Slots allocated now for queued items (a power of two; the takers' fixed buffer of 32
-    /// slots, allocated at the first take, is not counted).
+    /// Slots allocated now (a power of two).
     pub fn capacity(&self) -> usize {
-        self.state.lock.lock().ring.capacity()
+        self.state.lock().ring.capacity()
     }
 
-    /// Removes and drops every item (after releasing the locks, so an item's `Drop` may use the
+    /// Removes and drops every item (after releasing the lock, so an item's `Drop` may use the
     /// queue). The capacity stays as it is; see [`trim`](Self::trim).
     pub fn clear(&self) {
-        let (buffered, removed) = {
-            let mut taken = self.taken.lock.lock();
-            let mut state = self.state.lock.lock();
-            let buffered = std::mem::take(&mut *taken);
-            self.taken.len.store(0, Ordering::Release);
+        let removed = {
+            let mut state = self.state.lock();
             let removed = state.ring.take_all();
-            self.state.len.store(0, Ordering::Release);
-            (buffered, removed)
+            self.len.store(0, Ordering::Release);
+            removed
         };
-        drop(buffered);
         drop(removed);
     }
 
@@ -349,9 +255,8 @@ impl<T> GrowableArrayBlockingQueue<T> {
     where
         T: Clone,
     {
-        let taken = self.taken.lock.lock();
-        let state = self.state.lock.lock();
-        taken.iter().chain(state.ring.iter()).cloned().collect()
+        let state = self.state.lock();
+        state.ring.iter().cloned().collect()
     }
 
     /// Gives memory back after a burst, by Pulsar's rule: only when capacity > 64 and
@@ -359,11 +264,8 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// Never waits for a busy lock: returns 0 then. Returns the number of slots freed.
     pub fn trim(&self) -> usize {
-        let Some(taken) = self.taken.lock.try_lock() else {
-            return 0;
-        };
-        match self.state.lock.try_lock() {
-            Some(mut state) => state.ring.trim_holding(taken.len()),
+        match self.state.try_lock() {
+            Some(mut state) => state.ring.trim(),
             None => 0,
         }
     }
@@ -371,7 +273,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// Stops accepting items and wakes every blocked taker. Items already queued can still be
     /// taken; afterwards `take` returns `None` instead of blocking on an empty queue.
     pub fn terminate(&self) {
-        let mut state = self.state.lock.lock();
+        let mut state = self.state.lock();
         state.terminated = true;
         self.terminated.store(true, Ordering::Release);
         drop(state);

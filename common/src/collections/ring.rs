@@ -53,19 +53,6 @@ impl<T> Ring<T> {
         self.items.extend(items);
     }
 
-    /// Doubles the storage (at least once, until it is at least 1) if it has fewer than
-    /// `total` slots: for a user that counts items held elsewhere against this ring's capacity
-    /// (the blocking queue's takers' buffer), so the ring may be below capacity and still
-    /// need to grow. Growth from `capacity` to `2 * capacity` keeps it a power of two.
-    #[inline]
-    pub(crate) fn grow_to_hold(&mut self, total: usize) {
-        let capacity = self.items.capacity();
-        if total > capacity {
-            let target = round_up_to_power_of_two(total.max(2 * capacity));
-            self.items.reserve_exact(target - self.items.len());
-        }
-    }
-
     #[cold]
     #[inline(never)]
     fn grow(&mut self, capacity: usize) {
@@ -126,13 +113,6 @@ impl<T> Ring<T> {
         n
     }
 
-    /// Moves up to `max` items, head first, to the back of `out`; returns how many moved.
-    pub(crate) fn move_front_to(&mut self, out: &mut VecDeque<T>, max: usize) -> usize {
-        let n = max.min(self.items.len());
-        out.extend(self.items.drain(..n));
-        n
-    }
-
     /// Takes every item out, keeping the current capacity for what comes next.
     ///
     /// The items come back in their own ring so that the caller can drop them after releasing
@@ -145,14 +125,8 @@ impl<T> Ring<T> {
     /// Pulsar's trim rule: only when capacity > 64 and `len <= capacity / 4`, shrink to the
     /// smallest power of two >= max(64, 2 * len). Returns the slots freed.
     pub(crate) fn trim(&mut self) -> usize {
-        self.trim_holding(0)
-    }
-
-    /// [`trim`](Self::trim) for a ring whose capacity must also hold `elsewhere` items kept
-    /// outside it: `len` in the rule is this ring's items plus those.
-    pub(crate) fn trim_holding(&mut self, elsewhere: usize) -> usize {
         let capacity = self.items.capacity();
-        let len = self.items.len() + elsewhere;
+        let len = self.items.len();
         if capacity <= MIN_TRIM_CAPACITY || len > capacity / 4 {
             return 0;
         }
