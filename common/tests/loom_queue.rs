@@ -91,3 +91,37 @@ fn loom_poll_timeout_racing_put_and_terminate_returns_the_item_or_leaves_it_queu
         }
     });
 }
+
+#[test]
+fn loom_a_taker_and_drain_to_racing_puts_see_every_item_once_and_in_order() {
+    loom::model(|| {
+        // Two slots: the producer's second put grows the ring while the others take.
+        let queue = Arc::new(GrowableArrayBlockingQueue::with_capacity(2));
+        queue.put(1).unwrap();
+        let producer = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || {
+                queue.put(2).unwrap();
+                queue.put(3).unwrap();
+            })
+        };
+        let taker = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.poll())
+        };
+        let mut drained = Vec::new();
+        queue.drain_to(&mut drained, 1);
+        producer.join().unwrap();
+        let taken = taker.join().unwrap();
+        assert!(queue.capacity() >= queue.len());
+        queue.drain_to(&mut drained, usize::MAX);
+        assert!(
+            drained.windows(2).all(|pair| pair[0] < pair[1]),
+            "drained out of order: {drained:?}"
+        );
+        let mut all = drained;
+        all.extend(taken);
+        all.sort_unstable();
+        assert_eq!(all, vec![1, 2, 3]);
+    });
+}
