@@ -277,7 +277,7 @@ impl AdaptiveSpin {
     /// uses up the whole budget (not cut short by `limit`) shortens it.
     #[inline]
     pub(crate) fn spin(&self, mut ready: impl FnMut() -> bool, limit: std::time::Duration) -> bool {
-        if !SPIN_ENABLED || single_cpu() {
+        if !SPIN_ENABLED || limit.is_zero() || single_cpu() {
             return ready();
         }
         let min_ns = Self::MIN.as_nanos() as usize;
