@@ -37,11 +37,10 @@ use std::time::{Duration, Instant};
 /// spins keep failing and stopped when they cannot win, never yielding the core), so that an
 /// item put within the spin is handed over without either side making a system call. Only
 /// then does it lock, look again, count itself in `waiting` under the lock and wait on
-/// `not_empty`;
-/// `put` signals only when somebody waits, so a producer makes no wake-up call while consumers
-/// keep up. The spin reads hints only: whatever it sees, the taker decides under the lock, so
-/// the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`, where the spin is
-/// off).
+/// `not_empty`; `put` signals only when somebody waits, so a producer makes no wake-up call
+/// while consumers keep up. The spin reads hints only: whatever it sees, the taker decides
+/// under the lock, so the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`,
+/// where the spin is off).
 ///
 /// # Examples
 ///
