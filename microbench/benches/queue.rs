@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::CountingAllocator;
 use microbench::crew::{Crew, Job};
 use microbench::hogs::CpuHogs;
-use microbench::queues::{self, PulsarQueue, Queue, QueueVisitor, StdMpscQueue};
+use microbench::queues::{self, CrossbeamQueue, PulsarQueue, Queue, QueueVisitor};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::{Probe, Progress, Settings};
 use std::hint::black_box;
@@ -60,7 +60,7 @@ fn group_name(workload: Workload, hogs: usize) -> String {
     }
 }
 
-/// The groups where ours should be at least as fast as the best peer (crossbeam, usually).
+/// The groups where ours should be at least as fast as crossbeam.
 fn target_groups() -> Vec<String> {
     CONFIGURATIONS
         .iter()
@@ -83,7 +83,7 @@ fn meta() -> BenchMeta {
         group_label: "workload".into(),
         variant_label: "queue".into(),
         variants: queues::NAMES.iter().map(|s| s.to_string()).collect(),
-        baseline: Some(StdMpscQueue::NAME.into()),
+        baseline: Some(CrossbeamQueue::NAME.into()),
         subject: Some(PulsarQueue::NAME.into()),
         figures: vec![
             FigureSpec::new(NS_PER_ITEM, "wall time per item (median of samples)", 1),
@@ -98,11 +98,10 @@ fn meta() -> BenchMeta {
         ratio_figures: vec![NS_PER_ITEM.into()],
         chart_figures: vec![NS_PER_ITEM.into(), BYTES_PER_ITEM.into()],
         targets: vec![Target {
-            description: "ours <= 1.0x the best peer's (crossbeam's, usually) time per item or \
-                round trip, beside hogs too"
+            description: "ours <= 1.0x crossbeam's time per item or round trip, beside hogs too"
                 .into(),
             figure: NS_PER_ITEM.into(),
-            against: Against::BestPeer,
+            against: Against::Baseline,
             max_ratio: 1.0,
             groups: target_groups(),
         }],
