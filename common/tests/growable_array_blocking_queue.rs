@@ -4,7 +4,7 @@
 mod support;
 
 use proptest::prelude::*;
-use pulsar_common::collections::GrowableArrayBlockingQueue;
+use pulsar_common::collections::{GrowableArrayBlockingQueue, PollTimeoutError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -83,17 +83,70 @@ fn take_blocks_until_an_item_arrives() {
 }
 
 #[test]
-fn poll_timeout_returns_none_after_the_timeout_and_an_item_when_one_comes() {
+fn poll_timeout_times_out_on_an_empty_queue_and_returns_an_item_when_one_comes() {
     let queue = GrowableArrayBlockingQueue::<u32>::new();
     let start = Instant::now();
-    assert_eq!(queue.poll_timeout(Duration::from_millis(20)), None);
+    assert_eq!(
+        queue.poll_timeout(Duration::from_millis(20)),
+        Err(PollTimeoutError::Timeout)
+    );
     assert!(
         start.elapsed() >= Duration::from_millis(20),
         "returned before its timeout"
     );
     queue.put(3).unwrap();
-    assert_eq!(queue.poll_timeout(Duration::from_millis(20)), Some(3));
-    assert_eq!(queue.poll_timeout(Duration::ZERO), None);
+    assert_eq!(queue.poll_timeout(Duration::from_millis(20)), Ok(3));
+    assert_eq!(
+        queue.poll_timeout(Duration::ZERO),
+        Err(PollTimeoutError::Timeout)
+    );
+}
+
+#[test]
+fn poll_timeout_tells_a_terminated_queue_from_a_timeout_after_the_last_item() {
+    let queue = GrowableArrayBlockingQueue::new();
+    queue.put(1).unwrap();
+    queue.terminate();
+    assert_eq!(queue.poll_timeout(Duration::ZERO), Ok(1));
+    let start = Instant::now();
+    let error = queue.poll_timeout(LONG).unwrap_err();
+    assert!(start.elapsed() < LONG, "waited on a terminated queue");
+    assert_eq!(error, PollTimeoutError::Terminated);
+    assert!(error.is_terminated() && !error.is_timeout());
+    assert_eq!(error.to_string(), "the queue is terminated and empty");
+    assert!(PollTimeoutError::Timeout.is_timeout());
+    assert_eq!(
+        PollTimeoutError::Timeout.to_string(),
+        "timed out waiting on an empty queue"
+    );
+}
+
+#[test]
+fn put_on_a_terminated_queue_hands_the_item_back_in_a_put_error() {
+    let queue = GrowableArrayBlockingQueue::new();
+    queue.terminate();
+    let error = queue.put(String::from("late")).unwrap_err();
+    assert_eq!(error.to_string(), "put on a terminated queue");
+    assert_eq!(format!("{error:?}"), "PutError(..)");
+    assert_eq!(error.into_inner(), "late");
+}
+
+#[test]
+fn both_errors_fit_a_boxed_send_sync_error_without_t_debug_or_t_sync() {
+    // Neither `Debug` nor `Sync`: the error must still be a `dyn Error + Send + Sync`.
+    struct NotDebugNotSync(#[allow(dead_code)] std::cell::Cell<u8>);
+    let queue = GrowableArrayBlockingQueue::new();
+    queue.terminate();
+    let Err(put) = queue.put(NotDebugNotSync(std::cell::Cell::new(1))) else {
+        panic!("a terminated queue accepted an item");
+    };
+    let put: Box<dyn std::error::Error + Send + Sync> = Box::new(put);
+    assert_eq!(put.to_string(), "put on a terminated queue");
+    let Err(poll) = queue.poll_timeout(Duration::ZERO) else {
+        panic!("an item from a queue that never held one");
+    };
+    let poll: Box<dyn std::error::Error + Send + Sync> = Box::new(poll);
+    assert_eq!(poll.to_string(), "the queue is terminated and empty");
 }
 
 #[test]
@@ -106,7 +159,7 @@ fn terminate_wakes_every_blocked_taker_and_rejects_puts() {
             thread::spawn(move || {
                 ready.wait();
                 if i % 2 == 0 {
-                    queue.take()
+                    queue.take().ok_or(PollTimeoutError::Terminated)
                 } else {
                     queue.poll_timeout(LONG)
                 }
@@ -116,10 +169,10 @@ fn terminate_wakes_every_blocked_taker_and_rejects_puts() {
     ready.wait();
     queue.terminate();
     for taker in takers {
-        assert_eq!(taker.join().unwrap(), None);
+        assert_eq!(taker.join().unwrap(), Err(PollTimeoutError::Terminated));
     }
     assert!(queue.is_terminated());
-    assert_eq!(queue.put(9), Err(9));
+    assert_eq!(queue.put(9).unwrap_err().into_inner(), 9);
 }
 
 #[test]
@@ -210,7 +263,7 @@ fn every_item_is_dropped_exactly_once_including_on_queue_drop() {
         queue.drain_to(&mut out, 200);
         drop(out);
         queue.terminate();
-        let rejected = queue.put(drops.token()).unwrap_err();
+        let rejected = queue.put(drops.token()).unwrap_err().into_inner();
         drop(rejected);
         assert_eq!(drops.drops(), 501);
         let snapshot_len = queue.len();

@@ -63,6 +63,7 @@
 //! - [`queues`]: the queues under test behind one trait.
 //! - [`handoff`]: the `ExecutorHandoffBenchmark.submitAndComplete` workload.
 //! - [`burst`]: what an executor holds after a burst of queued tasks.
+//! - [`hogs`]: threads that burn CPU beside a workload.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 /// The counting global allocator (lives in `pulsar-testkit`, shared with the tests).
@@ -72,6 +73,7 @@ pub mod cpu;
 pub mod crew;
 pub mod executors;
 pub mod handoff;
+pub mod hogs;
 pub mod latch;
 pub mod probe;
 pub mod progress;

@@ -29,23 +29,23 @@ pub trait QueueVisitor {
     fn visit<Q: Queue>(&mut self);
 }
 
-/// The queues' names, in report order (baseline first, ours last).
+/// The queues' names, in report order (the baseline, crossbeam, first; ours last).
 pub const NAMES: [&str; 4] = [
-    StdMpscQueue::NAME,
     CrossbeamQueue::NAME,
+    StdMpscQueue::NAME,
     FlumeQueue::NAME,
     PulsarQueue::NAME,
 ];
 
 /// Visits every queue type, in the order of [`NAMES`].
 pub fn visit_all(visitor: &mut impl QueueVisitor) {
-    visitor.visit::<StdMpscQueue>();
     visitor.visit::<CrossbeamQueue>();
+    visitor.visit::<StdMpscQueue>();
     visitor.visit::<FlumeQueue>();
     visitor.visit::<PulsarQueue>();
 }
 
-/// `std::sync::mpsc::channel` (the baseline).
+/// `std::sync::mpsc::channel`.
 #[derive(Debug)]
 pub struct StdMpscQueue;
 
@@ -71,7 +71,7 @@ impl Queue for StdMpscQueue {
     }
 }
 
-/// `crossbeam_channel::unbounded`.
+/// `crossbeam_channel::unbounded` (the baseline: the queue to beat).
 #[derive(Debug)]
 pub struct CrossbeamQueue;
 

@@ -166,6 +166,12 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "pool_byte_buffer_list",
         ],
     ),
+    // The blocking queue: its put error's `Sync` impl, and the queue under its own suite
+    // (stress, drops, the proptest model).
+    (
+        "pulsar-common",
+        &["--test", "growable_array_blocking_queue"],
+    ),
     // The consumer's job tickets (one strong reference per lane's jobs, released by the
     // last job): dispatch, listener lifetimes, close.
     (

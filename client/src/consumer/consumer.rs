@@ -9,7 +9,7 @@ use crate::consumer::{
 };
 use crate::error::{DeliverError, ReceiveError};
 use crossbeam_utils::CachePadded;
-use pulsar_common::collections::GrowableArrayBlockingQueue;
+use pulsar_common::collections::{GrowableArrayBlockingQueue, PollTimeoutError};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -181,7 +181,7 @@ impl Consumer {
         self.shared
             .incoming
             .put(message)
-            .map_err(DeliverError::Closed)?;
+            .map_err(|rejected| DeliverError::Closed(rejected.into_inner()))?;
         if !self.shared.lanes.is_empty() {
             self.shared.trigger(self);
         }
@@ -211,9 +211,9 @@ impl Consumer {
             return Err(ReceiveError::ListenerSet);
         }
         match self.shared.incoming.poll_timeout(timeout) {
-            Some(message) => Ok(Some(message)),
-            None if self.shared.incoming.is_terminated() => Err(ReceiveError::Closed),
-            None => Ok(None),
+            Ok(message) => Ok(Some(message)),
+            Err(PollTimeoutError::Timeout) => Ok(None),
+            Err(PollTimeoutError::Terminated) => Err(ReceiveError::Closed),
         }
     }
 

@@ -1,7 +1,8 @@
 //! `GrowableArrayBlockingQueue`: an unbounded FIFO MPMC blocking queue on one growable ring.
 
+use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
-use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AdaptiveSpin, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,9 @@ use std::time::{Duration, Instant};
 ///   [`poll_timeout`](Self::poll_timeout) waits at most a given time.
 /// - [`trim`](Self::trim) gives memory back after a burst, by Pulsar's rule, without ever
 ///   waiting for a busy lock.
-/// - [`terminate`](Self::terminate) wakes every blocked taker; afterwards `put` hands items back.
+/// - [`terminate`](Self::terminate) wakes every blocked taker; afterwards `put` hands items back
+///   in a [`PutError`], and `poll_timeout` tells a terminated queue
+///   ([`PollTimeoutError::Terminated`]) from a timeout ([`PollTimeoutError::Timeout`]).
 ///
 /// Every item is dropped exactly once: when taken out and dropped by the caller, or with the
 /// queue.
@@ -24,13 +27,20 @@ use std::time::{Duration, Instant};
 ///
 /// One lock guards the ring (Pulsar uses a head and a tail lock). With one ring that grows and
 /// shrinks, one short critical section per operation is simpler to prove, but producer and
-/// consumer contend for it: the `queue` benchmark measures this queue at ~1.8-2.8x the time per
-/// item of `std::sync::mpsc` (see the README's table). The executor does not use this type's
-/// lock discipline: its worker swaps the whole ring out in O(1) and claims tasks lock-free.
-/// Takers that find the queue empty count themselves in `waiting`
-/// under the lock and wait on `not_empty`; `put` signals only when somebody waits, so a
-/// producer makes no wake-up call while consumers keep up. `len` and `terminated` mirror the
-/// locked state so that `len`/`is_empty`/`is_terminated` never take the lock.
+/// consumer contend for it (the `queue` benchmark compares it with crossbeam, flume and std).
+/// The executor does not use this type's lock discipline: its worker swaps the whole ring out
+/// in O(1) and claims tasks lock-free.
+///
+/// `len` and `terminated` mirror the locked state so that `len`/`is_empty`/`is_terminated`
+/// never take the lock. A taker that finds the queue empty first spins on those two mirrors
+/// for a short, adaptive bound (`sync::AdaptiveSpin`: at most 50 microseconds, shortened while
+/// spins keep failing and stopped when they cannot win, never yielding the core), so that an
+/// item put within the spin is handed over without either side making a system call. Only
+/// then does it lock, look again, count itself in `waiting` under the lock and wait on
+/// `not_empty`; `put` signals only when somebody waits, so a producer makes no wake-up call
+/// while consumers keep up. The spin reads hints only: whatever it sees, the taker decides
+/// under the lock, so the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`,
+/// where the spin is off).
 ///
 /// # Examples
 ///
@@ -55,7 +65,7 @@ use std::time::{Duration, Instant};
 /// }
 /// queue.terminate(); // the consumer drains what is left, then `take` returns `None`
 /// assert_eq!(consumer.join().unwrap(), 5050);
-/// assert_eq!(queue.put(1), Err(1)); // handed back after terminate
+/// assert_eq!(queue.put(1).unwrap_err().into_inner(), 1); // handed back after terminate
 /// ```
 pub struct GrowableArrayBlockingQueue<T> {
     /// The ring and the count of blocked takers.
@@ -66,6 +76,8 @@ pub struct GrowableArrayBlockingQueue<T> {
     len: AtomicUsize,
     /// Set once by `terminate`; written under the lock, read without it.
     terminated: AtomicBool,
+    /// How long a taker that finds the queue empty spins on `len` before it waits.
+    spin: AdaptiveSpin,
 }
 
 struct QueueState<T> {
@@ -92,6 +104,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
             not_empty: Condvar::new(),
             len: AtomicUsize::new(0),
             terminated: AtomicBool::new(false),
+            spin: AdaptiveSpin::new(),
         }
     }
 
@@ -99,11 +112,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     ///
     /// # Errors
     ///
-    /// Hands `item` back as `Err(item)` once the queue has been [terminated](Self::terminate).
-    pub fn put(&self, item: T) -> Result<(), T> {
+    /// Hands `item` back in a [`PutError`] (see [`PutError::into_inner`]) once the queue has
+    /// been [terminated](Self::terminate).
+    pub fn put(&self, item: T) -> Result<(), PutError<T>> {
         let mut state = self.state.lock();
         if state.terminated {
-            return Err(item);
+            return Err(PutError::new(item));
         }
         state.ring.push_back(item);
         self.len.store(state.ring.len(), Ordering::Release);
@@ -126,48 +140,70 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
     /// Removes the head, waiting up to `timeout` for one to arrive.
     ///
-    /// Returns `None` when the timeout elapses, or at once when the queue is terminated and
-    /// empty.
-    pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut state = self.state.lock();
-        loop {
-            if let Some(item) = self.pop_locked(&mut state) {
-                return Some(item);
-            }
-            if state.terminated {
-                return None;
-            }
-            let remaining = match deadline {
-                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
-                None => Duration::MAX,
-            };
-            if remaining.is_zero() {
-                return None;
-            }
-            state.waiting += 1;
-            let (guard, _timed_out) = self.not_empty.wait_timeout(state, remaining);
-            state = guard;
-            state.waiting -= 1;
-        }
+    /// # Errors
+    ///
+    /// [`PollTimeoutError::Timeout`] when `timeout` elapses with the queue empty;
+    /// [`PollTimeoutError::Terminated`] at once when the queue is terminated and empty (items
+    /// queued before [`terminate`](Self::terminate) are still returned first).
+    pub fn poll_timeout(&self, timeout: Duration) -> Result<T, PollTimeoutError> {
+        // A timeout too long to represent as an instant is no timeout at all.
+        self.wait_for_item(Instant::now().checked_add(timeout))
     }
 
     /// Removes the head, blocking until an item arrives.
     ///
     /// Returns `None` only once the queue is terminated and empty.
     pub fn take(&self) -> Option<T> {
+        self.wait_for_item(None).ok()
+    }
+
+    /// `take` (no deadline) and `poll_timeout`: pop if there is an item; else spin briefly on
+    /// the lock-free `len`/`terminated` mirrors (see [`AdaptiveSpin`]), then wait on
+    /// `not_empty` as a counted waiter until an item, terminate or the deadline.
+    fn wait_for_item(&self, deadline: Option<Instant>) -> Result<T, PollTimeoutError> {
+        if self.len.load(Ordering::Relaxed) == 0 && !self.terminated.load(Ordering::Relaxed) {
+            let limit = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(Instant::now())
+            });
+            self.spin.spin(
+                || self.len.load(Ordering::Relaxed) != 0 || self.terminated.load(Ordering::Relaxed),
+                limit,
+            );
+        }
         let mut state = self.state.lock();
         loop {
             if let Some(item) = self.pop_locked(&mut state) {
-                return Some(item);
+                return Ok(item);
             }
             if state.terminated {
-                return None;
+                return Err(PollTimeoutError::Terminated);
             }
-            state.waiting += 1;
-            state = self.not_empty.wait(state);
-            state.waiting -= 1;
+            state = match deadline {
+                None => self.wait_locked(state, None),
+                Some(deadline) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        return Err(PollTimeoutError::Timeout);
+                    }
+                    self.wait_locked(state, Some(remaining))
+                }
+            };
         }
+    }
+
+    /// Waits on `not_empty` (at most `timeout`), counted in `waiting` so that `put` notifies.
+    fn wait_locked<'a>(
+        &self,
+        mut state: MutexGuard<'a, QueueState<T>>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, QueueState<T>> {
+        state.waiting += 1;
+        let mut state = match timeout {
+            None => self.not_empty.wait(state),
+            Some(timeout) => self.not_empty.wait_timeout(state, timeout).0,
+        };
+        state.waiting -= 1;
+        state
     }
 
     fn pop_locked(&self, state: &mut QueueState<T>) -> Option<T> {
