@@ -192,25 +192,3 @@ pub(crate) use imp::*;
 /// threads never share a line: crossbeam's, tuned per architecture (128 bytes on x86_64,
 /// where adjacent-line prefetchers pair lines).
 pub(crate) use crossbeam_utils::CachePadded;
-
-/// Spins (with the CPU's spin-loop hint) until `ready()` or until `budget` has passed; returns
-/// whether `ready()` was seen. Checks the clock every 64 spins. Under loom and Miri it returns at
-/// once (`SPIN_ENABLED` is off): they check the blocking paths instead.
-#[inline]
-pub(crate) fn spin_until(mut ready: impl FnMut() -> bool, budget: std::time::Duration) -> bool {
-    if !SPIN_ENABLED {
-        return ready();
-    }
-    let start = std::time::Instant::now();
-    let mut spins: u32 = 0;
-    loop {
-        if ready() {
-            return true;
-        }
-        std::hint::spin_loop();
-        spins = spins.wrapping_add(1);
-        if spins % 64 == 0 && start.elapsed() >= budget {
-            return false;
-        }
-    }
-}

@@ -15,6 +15,7 @@
 mod executor_core;
 mod executor_group;
 mod fifo_admission;
+mod idle_spin;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;
