@@ -436,34 +436,64 @@ impl TimerWheel {
         self.compact(target);
     }
 
-    /// Moves the live nodes to the front of a new slab of `capacity` slots, in slab order,
-    /// rewriting their links, their slots' heads and tails and their headers.
+    /// Moves the live nodes to the front of the slab, in slab order, rewriting their links,
+    /// their slots' heads and tails and their headers, then shrinks the slab to `capacity`
+    /// slots.
+    ///
+    /// In place, with no scratch table: each live node's new index is first written into its
+    /// header (the header must learn it anyway), and links are rewritten by reading the new
+    /// index from the linked node's header. The only allocation is the shrinking `realloc`, so
+    /// a compaction in the middle of a burst of cancels does not ask the allocator for a large
+    /// block (which makes glibc consolidate every small chunk the burst has freed).
     fn compact(&mut self, capacity: usize) {
-        let old = std::mem::replace(&mut self.nodes, Vec::with_capacity(capacity));
-        let mut moved_to = vec![NIL; old.len()];
-        let mut next_index = 0;
-        for (index, node) in old.iter().enumerate() {
-            if node.entry.is_some() {
-                moved_to[index] = next_index;
-                next_index += 1;
+        let nodes = &mut self.nodes;
+        // 1. Number the live nodes in slab order, in their headers.
+        let mut live = 0;
+        for node in nodes.iter() {
+            if let Some(entry) = &node.entry {
+                entry.header().set_heap_index(live);
+                live += 1;
             }
         }
-        let relocate = |index: usize| if index == NIL { NIL } else { moved_to[index] };
-        for node in old {
-            let Some(entry) = &node.entry else {
-                continue;
-            };
-            entry.header().set_heap_index(self.nodes.len());
-            let (prev, next) = (relocate(node.prev), relocate(node.next));
-            self.nodes.push(Node { prev, next, ..node });
-        }
-        let levels = self.levels();
-        for slot in &mut levels.slots {
-            if slot.head != NIL {
-                slot.head = moved_to[slot.head];
-                slot.tail = moved_to[slot.tail];
+        debug_assert_eq!(live, self.len);
+        let new_index = |nodes: &[Node], index: usize| match index {
+            NIL => NIL,
+            index => nodes[index]
+                .entry
+                .as_deref()
+                .expect("a linked node is armed")
+                .header()
+                .heap_index(),
+        };
+        // 2. Rewrite the links (reading only the neighbours' headers, which do not change).
+        for index in 0..nodes.len() {
+            if nodes[index].entry.is_some() {
+                let prev = new_index(nodes, nodes[index].prev);
+                let next = new_index(nodes, nodes[index].next);
+                let node = &mut nodes[index];
+                node.prev = prev;
+                node.next = next;
             }
         }
+        if let Some(levels) = self.levels.as_deref_mut() {
+            for slot in &mut levels.slots {
+                if slot.head != NIL {
+                    slot.head = new_index(nodes, slot.head);
+                    slot.tail = new_index(nodes, slot.tail);
+                }
+            }
+        }
+        // 3. Move the live nodes to the front (each moves to an index at or below its own, so
+        // nothing unvisited is overwritten), then drop the free tail and shrink.
+        let mut write = 0;
+        for read in 0..nodes.len() {
+            if nodes[read].entry.is_some() {
+                nodes.swap(write, read);
+                write += 1;
+            }
+        }
+        nodes.truncate(write);
+        nodes.shrink_to(capacity);
         self.free = NIL;
     }
 
