@@ -84,15 +84,16 @@ impl CpuBurners {
     /// If a burner panicked.
     pub fn stop(mut self) -> Vec<u64> {
         self.halt()
+            .into_iter()
+            .map(|outcome| outcome.expect("a CPU burner panicked"))
+            .collect()
     }
 
-    fn halt(&mut self) -> Vec<u64> {
+    /// Signals the burners to stop and joins them (their clocks become invalid first).
+    fn halt(&mut self) -> Vec<thread::Result<u64>> {
         self.stop.store(true, Ordering::Relaxed);
         self.clocks.clear();
-        self.threads
-            .drain(..)
-            .map(|thread| thread.join().expect("a CPU burner panicked"))
-            .collect()
+        self.threads.drain(..).map(JoinHandle::join).collect()
     }
 }
 
@@ -113,11 +114,8 @@ fn burn(stop: &AtomicBool, started: &Barrier) -> u64 {
 
 impl Drop for CpuBurners {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.clocks.clear();
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
+        // A burner's panic was reported by its thread; `Drop` must not panic again.
+        let _ = self.halt();
     }
 }
 
