@@ -400,6 +400,7 @@ mod tests {
     fn the_thread_local_spin_gives_up_after_its_cap() {
         let start = Instant::now();
         assert!(!spin_for_work(|| false, us(20)));
-        assert!(start.elapsed() >= us(20));
+        // Under Miri the spin is compiled out: the hint is read once.
+        assert!(start.elapsed() >= us(20) || !SPIN_ENABLED);
     }
 }
