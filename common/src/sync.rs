@@ -11,9 +11,10 @@ mod imp {
     pub(crate) use std::sync::Arc;
     use std::time::Duration;
 
-    /// Polls of a contended [`Mutex`] before it falls back to parking_lot's slow path (a few
-    /// microseconds; the locks of this crate are held for tens of nanoseconds).
-    const LOCK_SPINS: u32 = 200;
+    /// Polls of a contended [`Mutex`] before it falls back to parking_lot's slow path (about a
+    /// microsecond: the locks of this crate are held for tens of nanoseconds, so a holder that
+    /// is running releases within it, and one that lost its core is waited for by parking).
+    const LOCK_SPINS: u32 = 32;
 
     /// A mutual-exclusion lock (parking_lot's: small, fair enough, no poisoning).
     #[derive(Default)]
