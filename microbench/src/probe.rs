@@ -6,6 +6,12 @@ use crate::cpu::{self, ThreadCpuClock};
 use std::fmt;
 use std::time::Duration;
 
+/// The most the excluded threads' clocks may advance around one read of the process clock
+/// before the reading is taken again (a few system calls' worth on two burning threads).
+const MAX_EXCLUDED_READ_SKEW: Duration = Duration::from_micros(50);
+/// Reads of the clocks tried before the last one is used as it is.
+const EXCLUDED_READ_ATTEMPTS: u32 = 8;
+
 /// What one call of an `iter_custom` routine measured.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
@@ -75,14 +81,35 @@ impl Probe {
     }
 
     /// Process CPU time minus the excluded threads', or `None` if a clock cannot be read.
+    ///
+    /// The excluded threads burn CPU while the clocks are read, so their clocks are read just
+    /// before and just after the process clock and the mean is taken; if the reading thread
+    /// was preempted in between (the two readings differ by more than
+    /// [`MAX_EXCLUDED_READ_SKEW`]; on an oversubscribed machine that is a whole time slice,
+    /// which would move the figure by milliseconds), the reads are taken again.
     fn workload_cpu(&self) -> Option<Duration> {
-        let process = cpu::process_time()?;
-        let excluded: Duration = self
-            .excluded
-            .iter()
-            .map(ThreadCpuClock::read)
-            .sum::<Option<Duration>>()?;
-        Some(process.saturating_sub(excluded))
+        if self.excluded.is_empty() {
+            return cpu::process_time();
+        }
+        let excluded = || -> Option<Duration> {
+            self.excluded
+                .iter()
+                .map(ThreadCpuClock::read)
+                .sum::<Option<Duration>>()
+        };
+        let mut reading = None;
+        for _ in 0..EXCLUDED_READ_ATTEMPTS {
+            let before = excluded()?;
+            let process = cpu::process_time()?;
+            let after = excluded()?;
+            let skew = after.saturating_sub(before);
+            let workload = process.saturating_sub(before + skew / 2);
+            reading = Some(workload);
+            if skew <= MAX_EXCLUDED_READ_SKEW {
+                break;
+            }
+        }
+        reading
     }
 
     /// Measures one sample: `work(iters)` does `iters` iterations of `units_per_iter` units
