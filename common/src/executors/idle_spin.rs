@@ -9,10 +9,10 @@
 //! spin of tens of microseconds wins nearly always: the producer runs on the other core. On a
 //! machine with more busy threads than cores it loses, in two ways:
 //!
-//! - **It keeps the producer off the core.** A thread woken by the worker (the submitter
-//!   whose batch just completed) is queued on the worker's own core when no core is idle, and
-//!   the scheduler lets the running spinner finish its slice first: the work the spinner
-//!   waits for cannot be produced until it gives up.
+//! - **It can keep the producer off the core.** A thread woken by the worker (the submitter
+//!   whose batch just completed) may be queued on the worker's own core when no core is
+//!   idle, where the running spinner need not give way before its slice ends: the work the
+//!   spinner waits for is then not produced until it gives up.
 //! - **It loses its core.** The spinner is a CPU hog to the scheduler; it is preempted for a
 //!   whole time slice (milliseconds) of another busy thread. `yield_now` does the same on
 //!   purpose, so the spin never yields.
