@@ -27,5 +27,6 @@
 
 pub mod collections;
 pub mod executors;
+pub(crate) mod idle_spin;
 pub mod pool;
 pub(crate) mod sync;

@@ -12,6 +12,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossbeam_utils::CachePadded;
 use microbench::alloc::CountingAllocator;
+use microbench::burners::{CpuBurners, OVERSUBSCRIBING_BURNERS};
 use microbench::crew::{Crew, Job};
 use microbench::executors::{
     BoxedTask, DelayHeapExecutor, Executor, PulsarExecutor, StdMpscExecutor, Submit,
@@ -300,20 +301,33 @@ fn xorshift(state: &mut u64) -> u64 {
     *state
 }
 
-fn group_name(subscription_type: SubscriptionType) -> String {
-    match subscription_type {
+const SUBSCRIPTIONS: [SubscriptionType; 2] =
+    [SubscriptionType::Shared, SubscriptionType::KeyShared];
+
+/// Whether CPU burners run beside the consumer.
+const OVERSUBSCRIBED: [bool; 2] = [false, true];
+
+fn group_name(subscription_type: SubscriptionType, oversubscribed: bool) -> String {
+    let name = match subscription_type {
         SubscriptionType::KeyShared => {
             format!("Key_Shared, {KEY_SHARED_LISTENERS} listener threads")
         }
         _ => "Shared, 1 listener thread".into(),
+    };
+    if oversubscribed {
+        format!("{name}, oversubscribed")
+    } else {
+        name
     }
 }
 
 fn dispatch_meta() -> BenchMeta {
-    let groups = vec![
-        group_name(SubscriptionType::Shared),
-        group_name(SubscriptionType::KeyShared),
-    ];
+    let groups = |oversubscribed: bool| -> Vec<String> {
+        SUBSCRIPTIONS
+            .iter()
+            .map(|&t| group_name(t, oversubscribed))
+            .collect()
+    };
     BenchMeta {
         bench: BENCH.into(),
         title: "Consumer read rate with a listener: one feeder thread, 1-byte random-key messages"
@@ -332,8 +346,11 @@ fn dispatch_meta() -> BenchMeta {
              #16236; `std_mpsc` = std::sync::mpsc + boxed tasks + one thread; `pulsar` = \
              ours (PulsarExecutors). A sample delivers N messages and ends when the listener \
              has handled all N. msg/s = N / time. CPU, bytes and allocations are per message, \
-             all threads (a message keeps its 1-byte payload and 16-byte key inline, so the \
-             feeder itself allocates nothing; what is left is the executors' own)."
+             all threads but the CPU burners (a message keeps its 1-byte payload and 16-byte \
+             key inline, so the feeder itself allocates nothing; what is left is the \
+             executors' own). `oversubscribed`: {OVERSUBSCRIBING_BURNERS} threads burning CPU \
+             (busy loops, no yields) run beside the consumer, started before and stopped after \
+             each variant's measurement; their CPU time is left out of CPU ns/msg."
         ),
         group_label: "subscription".into(),
         variant_label: "executors".into(),
@@ -345,13 +362,17 @@ fn dispatch_meta() -> BenchMeta {
             FigureSpec::new(NS_PER_MSG, "wall time per message (median of samples)", 1),
             FigureSpec::new(
                 CPU_NS_PER_MSG,
-                "process CPU time (all threads) per message",
+                "process CPU time (all threads but the CPU burners) per message",
                 1,
             ),
             FigureSpec::new(ALLOCS_PER_MSG, "allocations per message, all threads", 2),
             FigureSpec::new(BYTES_PER_MSG, "bytes allocated per message, all threads", 1),
         ],
-        ratio_figures: vec![NS_PER_MSG.into(), BYTES_PER_MSG.into()],
+        ratio_figures: vec![
+            NS_PER_MSG.into(),
+            CPU_NS_PER_MSG.into(),
+            BYTES_PER_MSG.into(),
+        ],
         chart_figures: vec![NS_PER_MSG.into()],
         targets: vec![
             Target {
@@ -359,7 +380,7 @@ fn dispatch_meta() -> BenchMeta {
                 figure: NS_PER_MSG.into(),
                 against: Against::Baseline,
                 max_ratio: 0.25,
-                groups: groups.clone(),
+                groups: groups(false),
             },
             Target {
                 description:
@@ -367,7 +388,15 @@ fn dispatch_meta() -> BenchMeta {
                 figure: NS_PER_MSG.into(),
                 against: Against::BestPeer,
                 max_ratio: 1.0 / 1.5,
-                groups,
+                groups: groups(false),
+            },
+            Target {
+                description: "oversubscribed: ours >= the best peer's msg/s (ns/msg <= 1.0x)"
+                    .into(),
+                figure: NS_PER_MSG.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: groups(true),
             },
         ],
         notes: vec![
@@ -381,53 +410,81 @@ fn dispatch_meta() -> BenchMeta {
 fn consumer_dispatch(c: &mut Criterion) {
     let settings = Settings::from_env();
     report::declare(&dispatch_meta(), &settings).expect("write the bench report");
-    let subscriptions = [SubscriptionType::Shared, SubscriptionType::KeyShared];
-    let total = settings.rounds as usize * subscriptions.len() * VARIANTS.len();
+    let total =
+        settings.rounds as usize * OVERSUBSCRIBED.len() * SUBSCRIPTIONS.len() * VARIANTS.len();
     let mut progress = Progress::new(BENCH, total);
     let mut group = c.benchmark_group(BENCH);
     settings.configure(&mut group);
     for round in 1..=settings.rounds {
-        for subscription_type in subscriptions {
-            for variant in VARIANTS {
-                let rig = DispatchRig::start(variant, subscription_type);
-                let mut probe = Probe::new();
-                let id = format!("{subscription_type:?}/{variant}/r{round}");
-                group.bench_function(id, |b| {
-                    b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
-                });
-                rig.shutdown();
-                let Some(summary) = probe.summary(settings.sample_size) else {
-                    continue; // filtered out or listed only
-                };
-                let ns = summary.wall_ns_per_iter;
-                let row = Row {
-                    bench: BENCH.into(),
-                    group: group_name(subscription_type),
-                    variant: variant.into(),
-                    round,
-                    figures: vec![
-                        (MSG_PER_S.into(), Some(1e9 / ns)),
-                        (NS_PER_MSG.into(), Some(ns)),
-                        (CPU_NS_PER_MSG.into(), summary.cpu_ns_per_unit),
-                        (ALLOCS_PER_MSG.into(), Some(summary.allocations_per_unit)),
-                        (BYTES_PER_MSG.into(), Some(summary.bytes_per_unit)),
-                    ],
-                };
-                report::record(&row).expect("write the bench report");
-                progress.step(format_args!(
-                    "{} {:<10} round {}/{}: {:>10.0} msg/s {:>8.1} ns/msg {:>5.2} allocs/msg",
-                    group_name(subscription_type),
-                    variant,
-                    round,
-                    settings.rounds,
-                    1e9 / ns,
-                    ns,
-                    summary.allocations_per_unit,
-                ));
+        for oversubscribed in OVERSUBSCRIBED {
+            for subscription_type in SUBSCRIPTIONS {
+                for variant in VARIANTS {
+                    dispatch_row(
+                        &mut group,
+                        &settings,
+                        &mut progress,
+                        (subscription_type, oversubscribed),
+                        variant,
+                        round,
+                    );
+                }
             }
         }
     }
     group.finish();
+}
+
+/// Measures one variant in one configuration and round, with CPU burners beside it if
+/// `oversubscribed`.
+fn dispatch_row(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    settings: &Settings,
+    progress: &mut Progress,
+    (subscription_type, oversubscribed): (SubscriptionType, bool),
+    variant: &str,
+    round: u32,
+) {
+    let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
+    let rig = DispatchRig::start(variant, subscription_type);
+    let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
+    let id = format!(
+        "{subscription_type:?}{}/{variant}/r{round}",
+        if oversubscribed { "_over" } else { "" }
+    );
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
+    });
+    rig.shutdown();
+    if let Some(burners) = burners {
+        burners.stop();
+    }
+    let Some(summary) = probe.summary(settings.sample_size) else {
+        return; // filtered out or listed only
+    };
+    let ns = summary.wall_ns_per_iter;
+    let group_name = group_name(subscription_type, oversubscribed);
+    let row = Row {
+        bench: BENCH.into(),
+        group: group_name.clone(),
+        variant: variant.into(),
+        round,
+        figures: vec![
+            (MSG_PER_S.into(), Some(1e9 / ns)),
+            (NS_PER_MSG.into(), Some(ns)),
+            (CPU_NS_PER_MSG.into(), summary.cpu_ns_per_unit),
+            (ALLOCS_PER_MSG.into(), Some(summary.allocations_per_unit)),
+            (BYTES_PER_MSG.into(), Some(summary.bytes_per_unit)),
+        ],
+    };
+    report::record(&row).expect("write the bench report");
+    progress.step(format_args!(
+        "{group_name} {variant:<10} round {round}/{}: {:>10.0} msg/s {:>8.1} ns/msg {:>8.1} CPU ns/msg {:>5.2} allocs/msg",
+        settings.rounds,
+        1e9 / ns,
+        ns,
+        summary.cpu_ns_per_unit.unwrap_or(f64::NAN),
+        summary.allocations_per_unit,
+    ));
 }
 
 // ---- scheduled_executor: the fast path and cancel -----------------------------------------

@@ -4,8 +4,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use microbench::alloc::CountingAllocator;
+use microbench::burners::CpuBurners;
 use microbench::crew::{Crew, Job};
-use microbench::hogs::CpuHogs;
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::{Probe, Progress, Settings};
 use pulsar_client::{
@@ -244,9 +244,9 @@ fn measure<C: ReceivePath>(
     round: u32,
     hogs: usize,
 ) {
-    let burning = CpuHogs::start(hogs);
+    let burning = CpuBurners::start(hogs);
     let rig = PingPongRig::<C>::start();
-    let mut probe = Probe::new();
+    let mut probe = Probe::new().excluding_cpu_of(burning.clocks());
     let id = format!("hogs{hogs}/{}/r{round}", C::NAME);
     group.bench_function(id, |b| {
         b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))

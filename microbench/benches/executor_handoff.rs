@@ -3,11 +3,13 @@
 //!
 //! Per batch: a fresh countdown latch for K tasks, K `execute`s of a task that counts it down,
 //! wait for the latch. K in {16, 256}; S in {1, 2, 8} concurrent submitters, each with at
-//! most one batch outstanding (JMH's `-t S`). Every configuration is measured in interleaved
-//! rounds (all executors of round 1, then round 2, ...).
+//! most one batch outstanding (JMH's `-t S`). Every configuration is measured quiet and
+//! oversubscribed (two CPU-burning threads running beside it, started and stopped around each
+//! executor's measurement), in interleaved rounds (all executors of round 1, then round 2, ...).
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::{AllocStats, CountingAllocator};
+use microbench::burners::{CpuBurners, OVERSUBSCRIBING_BURNERS};
 use microbench::executors::{self, Executor, ExecutorVisitor, PulsarExecutor, StdMpscExecutor};
 use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
@@ -27,25 +29,43 @@ const BYTES_PER_BATCH: &str = "B/batch";
 const ALLOCS_PER_BATCH: &str = "allocs/batch";
 const LATCH_BYTES: &str = "latch B/batch";
 
-fn group_name(tasks: usize, submitters: usize) -> String {
-    format!("K={tasks} S={submitters}")
+/// What runs beside the hand-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Load {
+    /// Nothing.
+    Quiet,
+    /// [`OVERSUBSCRIBING_BURNERS`] CPU-burning threads.
+    Oversubscribed,
+}
+
+const LOADS: [Load; 2] = [Load::Quiet, Load::Oversubscribed];
+
+fn group_name(tasks: usize, submitters: usize, load: Load) -> String {
+    match load {
+        Load::Quiet => format!("K={tasks} S={submitters}"),
+        Load::Oversubscribed => format!("K={tasks} S={submitters} oversubscribed"),
+    }
 }
 
 fn meta(latch: &AllocStats) -> BenchMeta {
-    let groups = |tasks: &[usize], submitters: &[usize]| -> Vec<String> {
+    let groups = |tasks: &[usize], submitters: &[usize], load: Load| -> Vec<String> {
         tasks
             .iter()
-            .flat_map(|&k| submitters.iter().map(move |&s| group_name(k, s)))
+            .flat_map(|&k| submitters.iter().map(move |&s| group_name(k, s, load)))
             .collect()
     };
-    let speed = |max_ratio: f64, tasks: &[usize], submitters: &[usize]| Target {
+    let speed = |max_ratio: f64, tasks: &[usize], submitters: &[usize], load: Load| Target {
         description: format!(
-            "us/batch of ours <= {max_ratio}x the fastest peer (K={tasks:?}, S={submitters:?})"
+            "us/batch of ours <= {max_ratio}x the fastest peer (K={tasks:?}, S={submitters:?}{})",
+            match load {
+                Load::Quiet => "",
+                Load::Oversubscribed => ", oversubscribed",
+            }
         ),
         figure: US_PER_BATCH.into(),
         against: Against::BestPeer,
         max_ratio,
-        groups: groups(tasks, submitters),
+        groups: groups(tasks, submitters, load),
     };
     BenchMeta {
         bench: BENCH.into(),
@@ -56,8 +76,12 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             threads run concurrently, each with one batch outstanding (JMH `-t S`). \
             `us/batch` is wall time per batch as one submitter sees it (JMH's average-time \
             mode: with S submitters, S batches complete in that time). CPU, bytes and \
-            allocations are per batch completed, by all threads of the process. Bytes and \
-            allocations are net of the harness's own latch (its `Arc`, shown separately)."
+            allocations are per batch completed, by all threads of the process but the CPU \
+            burners. Bytes and allocations are net of the harness's own latch (its `Arc`, shown \
+            separately). `oversubscribed`: two threads burning CPU (busy loops, no yields) run \
+            beside the hand-off, started before and stopped after each executor's measurement, \
+            so the machine has more busy threads than cores; their CPU time is left out of \
+            CPU us/batch (process CPU time minus the burners' thread CPU time)."
             .into(),
         group_label: "configuration".into(),
         variant_label: "executor".into(),
@@ -70,7 +94,11 @@ fn meta(latch: &AllocStats) -> BenchMeta {
                 "wall time per batch per submitter (median of samples)",
                 2,
             ),
-            FigureSpec::new(CPU_PER_BATCH, "process CPU time (all threads) per batch", 2),
+            FigureSpec::new(
+                CPU_PER_BATCH,
+                "process CPU time (all threads but the CPU burners) per batch",
+                2,
+            ),
             FigureSpec::new(
                 WORKER_CPU_PER_BATCH,
                 "the executor worker thread's CPU time per batch",
@@ -92,7 +120,11 @@ fn meta(latch: &AllocStats) -> BenchMeta {
                 0,
             ),
         ],
-        ratio_figures: vec![US_PER_BATCH.into(), BYTES_PER_BATCH.into()],
+        ratio_figures: vec![
+            US_PER_BATCH.into(),
+            CPU_PER_BATCH.into(),
+            BYTES_PER_BATCH.into(),
+        ],
         chart_figures: vec![US_PER_BATCH.into(), BYTES_PER_BATCH.into()],
         targets: vec![
             Target {
@@ -100,11 +132,17 @@ fn meta(latch: &AllocStats) -> BenchMeta {
                 figure: BYTES_PER_BATCH.into(),
                 against: Against::Baseline,
                 max_ratio: 0.03,
-                groups: groups(&TASKS, &SUBMITTERS),
+                groups: LOADS
+                    .iter()
+                    .flat_map(|&load| groups(&TASKS, &SUBMITTERS, load))
+                    .collect(),
             },
-            speed(0.8, &[256], &[1, 2]),
-            speed(0.95, &[16], &[1, 2]),
-            speed(1.0, &[16, 256], &[8]),
+            speed(0.8, &[256], &[1, 2], Load::Quiet),
+            speed(0.95, &[16], &[1, 2], Load::Quiet),
+            speed(1.0, &[16, 256], &[8], Load::Quiet),
+            speed(0.5, &[256], &[1, 2], Load::Quiet),
+            speed(0.7, &[256], &[8], Load::Quiet),
+            speed(1.0, &TASKS, &SUBMITTERS, Load::Oversubscribed),
         ],
         notes: vec![format!(
             "The harness's latch costs {} allocation(s) and {} B per batch for every executor; \
@@ -123,14 +161,22 @@ struct Configuration<'g, 'c> {
     round: u32,
     tasks: usize,
     submitters: usize,
+    load: Load,
 }
 
 impl ExecutorVisitor for Configuration<'_, '_> {
     fn visit<E: Executor>(&mut self) {
         let (k, s) = (self.tasks, self.submitters);
-        let id = format!("k{k}_s{s}/{}/r{}", E::NAME, self.round);
+        let oversubscribed = self.load == Load::Oversubscribed;
+        let id = format!(
+            "k{k}_s{s}{}/{}/r{}",
+            if oversubscribed { "_over" } else { "" },
+            E::NAME,
+            self.round
+        );
+        let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
         let rig = HandoffRig::<E>::start(s, k);
-        let mut probe = Probe::new();
+        let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
         let worker_cpu = || rig.worker_cpu();
         self.group.bench_function(id, |b| {
             b.iter_custom(|iters| {
@@ -141,6 +187,9 @@ impl ExecutorVisitor for Configuration<'_, '_> {
         });
         let capacity = rig.queue_capacity();
         rig.shutdown();
+        if let Some(burners) = burners {
+            burners.stop();
+        }
         let Some(summary) = probe.summary(self.settings.sample_size) else {
             return; // filtered out or listed only
         };
@@ -149,7 +198,7 @@ impl ExecutorVisitor for Configuration<'_, '_> {
         let allocs = summary.allocations_per_unit - self.latch.allocations as f64;
         let row = Row {
             bench: BENCH.into(),
-            group: group_name(k, s),
+            group: group_name(k, s, self.load),
             variant: E::NAME.into(),
             round: self.round,
             figures: vec![
@@ -166,12 +215,13 @@ impl ExecutorVisitor for Configuration<'_, '_> {
         };
         report::record(&row).expect("write the bench report");
         self.progress.step(format_args!(
-            "{} {:<10} round {}/{}: {:>8.2} us/batch {:>8.1} B/batch {:>6.2} allocs/batch{}",
-            group_name(k, s),
+            "{} {:<10} round {}/{}: {:>8.2} us/batch {:>8.2} CPU us/batch {:>8.1} B/batch {:>6.2} allocs/batch{}",
+            group_name(k, s, self.load),
             E::NAME,
             self.round,
             self.settings.rounds,
             us(summary.wall_ns_per_iter),
+            summary.cpu_ns_per_unit.map_or(f64::NAN, us),
             bytes,
             allocs,
             capacity.map_or(String::new(), |c| format!(" ({c} slots)")),
@@ -183,22 +233,29 @@ fn executor_handoff(c: &mut Criterion) {
     let settings = Settings::from_env();
     let latch = handoff::latch_cost();
     report::declare(&meta(&latch), &settings).expect("write the bench report");
-    let total = settings.rounds as usize * TASKS.len() * SUBMITTERS.len() * executors::NAMES.len();
+    let total = settings.rounds as usize
+        * LOADS.len()
+        * TASKS.len()
+        * SUBMITTERS.len()
+        * executors::NAMES.len();
     let mut progress = Progress::new(BENCH, total);
     let mut group = c.benchmark_group(BENCH);
     settings.configure(&mut group);
     for round in 1..=settings.rounds {
-        for tasks in TASKS {
-            for submitters in SUBMITTERS {
-                executors::visit_all(&mut Configuration {
-                    group: &mut group,
-                    progress: &mut progress,
-                    settings: &settings,
-                    latch,
-                    round,
-                    tasks,
-                    submitters,
-                });
+        for load in LOADS {
+            for tasks in TASKS {
+                for submitters in SUBMITTERS {
+                    executors::visit_all(&mut Configuration {
+                        group: &mut group,
+                        progress: &mut progress,
+                        settings: &settings,
+                        latch,
+                        round,
+                        tasks,
+                        submitters,
+                        load,
+                    });
+                }
             }
         }
     }

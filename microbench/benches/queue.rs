@@ -6,8 +6,8 @@
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::CountingAllocator;
+use microbench::burners::CpuBurners;
 use microbench::crew::{Crew, Job};
-use microbench::hogs::CpuHogs;
 use microbench::queues::{self, CrossbeamQueue, PulsarQueue, Queue, QueueVisitor};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::{Probe, Progress, Settings};
@@ -78,7 +78,7 @@ fn meta() -> BenchMeta {
             per item, by all threads. In `ping-pong` one item is in flight between two threads \
             over two queues, and `ns/item` is one round trip (two hand-offs, each to a taker \
             blocked in `take`/`recv`). `+ 2 hogs`: two threads of the bench process burn CPU \
-            throughout on the 2-core machine (CPU figures then include theirs)."
+            throughout on the 2-core machine (CPU figures leave their own CPU time out)."
             .into(),
         group_label: "workload".into(),
         variant_label: "queue".into(),
@@ -87,7 +87,11 @@ fn meta() -> BenchMeta {
         subject: Some(PulsarQueue::NAME.into()),
         figures: vec![
             FigureSpec::new(NS_PER_ITEM, "wall time per item (median of samples)", 1),
-            FigureSpec::new(CPU_PER_ITEM, "process CPU time (all threads) per item", 1),
+            FigureSpec::new(
+                CPU_PER_ITEM,
+                "process CPU time (all threads but the CPU hogs) per item",
+                1,
+            ),
             FigureSpec::new(
                 BYTES_PER_ITEM,
                 "bytes allocated per item, realloc growth included",
@@ -205,9 +209,9 @@ struct Configuration<'g, 'c> {
 impl QueueVisitor for Configuration<'_, '_> {
     fn visit<Q: Queue>(&mut self) {
         let group = group_name(self.workload, self.hogs);
-        let hogs = CpuHogs::start(self.hogs);
+        let hogs = CpuBurners::start(self.hogs);
         let rig = QueueRig::start::<Q>(self.workload);
-        let mut probe = Probe::new();
+        let mut probe = Probe::new().excluding_cpu_of(hogs.clocks());
         let id = format!(
             "{}/{}/r{}",
             id_prefix(self.workload, self.hogs),
@@ -229,11 +233,8 @@ impl QueueVisitor for Configuration<'_, '_> {
             round: self.round,
             figures: vec![
                 (NS_PER_ITEM.into(), Some(summary.wall_ns_per_iter)),
-                // Beside hogs the process CPU clock counts theirs too: not the queue's figure.
-                (
-                    CPU_PER_ITEM.into(),
-                    summary.cpu_ns_per_unit.filter(|_| self.hogs == 0),
-                ),
+                // The probe leaves the hogs' own CPU time out.
+                (CPU_PER_ITEM.into(), summary.cpu_ns_per_unit),
                 (BYTES_PER_ITEM.into(), Some(summary.bytes_per_unit)),
                 (ALLOCS_PER_ITEM.into(), Some(summary.allocations_per_unit)),
             ],

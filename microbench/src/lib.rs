@@ -53,6 +53,7 @@
 //!
 //! - [`alloc`]: the counting global allocator and its snapshots.
 //! - [`cpu`]: process and thread CPU clocks.
+//! - [`burners`]: CPU-burning threads for the oversubscribed variants.
 //! - [`latch`]: the countdown latch of the hand-off benchmark.
 //! - [`crew`]: persistent threads that run one sample of work on command.
 //! - [`probe`]: one sample's wall time, CPU time and allocations, and their summary.
@@ -63,17 +64,16 @@
 //! - [`queues`]: the queues under test behind one trait.
 //! - [`handoff`]: the `ExecutorHandoffBenchmark.submitAndComplete` workload.
 //! - [`burst`]: what an executor holds after a burst of queued tasks.
-//! - [`hogs`]: threads that burn CPU beside a workload.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 /// The counting global allocator (lives in `pulsar-testkit`, shared with the tests).
 pub use pulsar_testkit::alloc;
+pub mod burners;
 pub mod burst;
 pub mod cpu;
 pub mod crew;
 pub mod executors;
 pub mod handoff;
-pub mod hogs;
 pub mod latch;
 pub mod probe;
 pub mod progress;

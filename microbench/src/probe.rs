@@ -2,9 +2,15 @@
 //! criterion sample (`iter_custom`), and summarises the measured samples.
 
 use crate::alloc::{self, AllocStats};
-use crate::cpu;
+use crate::cpu::{self, ThreadCpuClock};
 use std::fmt;
 use std::time::Duration;
+
+/// The most the excluded threads' clocks may advance around one read of the process clock
+/// before the reading is taken again (a few system calls' worth on two burning threads).
+const MAX_EXCLUDED_READ_SKEW: Duration = Duration::from_micros(50);
+/// Reads of the clocks tried before the last one is used as it is.
+const EXCLUDED_READ_ATTEMPTS: u32 = 8;
 
 /// What one call of an `iter_custom` routine measured.
 #[derive(Debug, Clone, Copy)]
@@ -15,7 +21,8 @@ pub struct Sample {
     pub units: u64,
     /// Wall time of the timed work.
     pub wall: Duration,
-    /// Process CPU time (all threads) over the timed work, if the platform has the clock.
+    /// Process CPU time (all threads but those excluded, see [`Probe::excluding_cpu_of`]) over
+    /// the timed work, if the platform has the clocks.
     pub cpu: Option<Duration>,
     /// CPU time of the worker thread under test, if the bench can read it.
     pub worker_cpu: Option<Duration>,
@@ -51,6 +58,9 @@ pub struct Sample {
 #[derive(Default)]
 pub struct Probe {
     samples: Vec<Sample>,
+    /// Threads whose CPU time is not the workload's (CPU burners): subtracted from the
+    /// process's.
+    excluded: Vec<ThreadCpuClock>,
 }
 
 impl Probe {
@@ -58,7 +68,48 @@ impl Probe {
     pub fn new() -> Self {
         Self {
             samples: Vec::with_capacity(256),
+            excluded: Vec::new(),
         }
+    }
+
+    /// Leaves the CPU time of the threads behind `clocks` (CPU burners beside the workload)
+    /// out of every sample's [`Sample::cpu`]. The clocks must stay valid (their threads alive)
+    /// while this probe samples.
+    pub fn excluding_cpu_of(mut self, clocks: &[ThreadCpuClock]) -> Self {
+        self.excluded = clocks.to_vec();
+        self
+    }
+
+    /// Process CPU time minus the excluded threads', or `None` if a clock cannot be read.
+    ///
+    /// The excluded threads burn CPU while the clocks are read, so their clocks are read just
+    /// before and just after the process clock and the mean is taken; if the reading thread
+    /// was preempted in between (the two readings differ by more than
+    /// [`MAX_EXCLUDED_READ_SKEW`]; on an oversubscribed machine that is a whole time slice,
+    /// which would move the figure by milliseconds), the reads are taken again.
+    fn workload_cpu(&self) -> Option<Duration> {
+        if self.excluded.is_empty() {
+            return cpu::process_time();
+        }
+        let excluded = || -> Option<Duration> {
+            self.excluded
+                .iter()
+                .map(ThreadCpuClock::read)
+                .sum::<Option<Duration>>()
+        };
+        let mut reading = None;
+        for _ in 0..EXCLUDED_READ_ATTEMPTS {
+            let before = excluded()?;
+            let process = cpu::process_time()?;
+            let after = excluded()?;
+            let skew = after.saturating_sub(before);
+            let workload = process.saturating_sub(before + skew / 2);
+            reading = Some(workload);
+            if skew <= MAX_EXCLUDED_READ_SKEW {
+                break;
+            }
+        }
+        reading
     }
 
     /// Measures one sample: `work(iters)` does `iters` iterations of `units_per_iter` units
@@ -77,9 +128,9 @@ impl Probe {
         }
         let worker_before = worker_cpu.and_then(|read| read());
         let alloc_before = alloc::snapshot();
-        let cpu_before = cpu::process_time();
+        let cpu_before = self.workload_cpu();
         let wall = work(iters);
-        let cpu_after = cpu::process_time();
+        let cpu_after = self.workload_cpu();
         let alloc_after = alloc::snapshot();
         let worker_after = worker_cpu.and_then(|read| read());
         let cpu = match (cpu_before, cpu_after) {
@@ -171,6 +222,7 @@ impl fmt::Debug for Probe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Probe")
             .field("samples", &self.samples.len())
+            .field("excluded_threads", &self.excluded.len())
             .finish()
     }
 }

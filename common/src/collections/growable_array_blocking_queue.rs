@@ -2,7 +2,8 @@
 
 use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
-use crate::sync::{AdaptiveSpin, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::idle_spin;
+use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -33,8 +34,9 @@ use std::time::{Duration, Instant};
 ///
 /// `len` and `terminated` mirror the locked state so that `len`/`is_empty`/`is_terminated`
 /// never take the lock. A taker that finds the queue empty first spins on those two mirrors
-/// for a short, adaptive bound (`sync::AdaptiveSpin`: at most 50 microseconds, shortened while
-/// spins keep failing and stopped when they cannot win, never yielding the core), so that an
+/// for a short, adaptive bound (the crate's one spin policy, `idle_spin`: at most 50
+/// microseconds while spinning wins on the taker's thread, a few microseconds with an
+/// occasional full probe while it does not, never yielding the core), so that an
 /// item put within the spin is handed over without either side making a system call. Only
 /// then does it lock, look again, count itself in `waiting` under the lock and wait on
 /// `not_empty`; `put` signals only when somebody waits, so a producer makes no wake-up call
@@ -76,8 +78,6 @@ pub struct GrowableArrayBlockingQueue<T> {
     len: AtomicUsize,
     /// Set once by `terminate`; written under the lock, read without it.
     terminated: AtomicBool,
-    /// How long a taker that finds the queue empty spins on `len` before it waits.
-    spin: AdaptiveSpin,
 }
 
 struct QueueState<T> {
@@ -104,7 +104,6 @@ impl<T> GrowableArrayBlockingQueue<T> {
             not_empty: Condvar::new(),
             len: AtomicUsize::new(0),
             terminated: AtomicBool::new(false),
-            spin: AdaptiveSpin::new(),
         }
     }
 
@@ -158,17 +157,22 @@ impl<T> GrowableArrayBlockingQueue<T> {
     }
 
     /// `take` (no deadline) and `poll_timeout`: pop if there is an item; else spin briefly on
-    /// the lock-free `len`/`terminated` mirrors (see [`AdaptiveSpin`]), then wait on
+    /// the lock-free `len`/`terminated` mirrors (`idle_spin`), then wait on
     /// `not_empty` as a counted waiter until an item, terminate or the deadline.
     fn wait_for_item(&self, deadline: Option<Instant>) -> Result<T, PollTimeoutError> {
         if self.len.load(Ordering::Relaxed) == 0 && !self.terminated.load(Ordering::Relaxed) {
             let limit = deadline.map_or(Duration::MAX, |deadline| {
                 deadline.saturating_duration_since(Instant::now())
             });
-            self.spin.spin(
-                || self.len.load(Ordering::Relaxed) != 0 || self.terminated.load(Ordering::Relaxed),
-                limit,
-            );
+            if !limit.is_zero() {
+                idle_spin::spin_for_work(
+                    || {
+                        self.len.load(Ordering::Relaxed) != 0
+                            || self.terminated.load(Ordering::Relaxed)
+                    },
+                    limit,
+                );
+            }
         }
         let mut state = self.state.lock();
         loop {

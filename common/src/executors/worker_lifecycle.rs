@@ -9,7 +9,8 @@ use crate::executors::rejected::RejectReason;
 use crate::executors::thread_factory::ThreadFactory;
 #[cfg(not(loom))]
 use crate::executors::thread_factory::ThreadFactoryPanicked;
-use crate::sync::{spin_until, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, SPIN_ENABLED};
+use crate::idle_spin::{self, MAX_SPIN};
+use crate::sync::{AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -17,15 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::OnceLock;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
-
-/// How long an idle worker spins on its work hint before it yields and then parks.
-const SPIN_FOR: Duration = Duration::from_micros(50);
-/// The spin is cut into slices this long, each followed by one `yield_now`: on a machine with
-/// more busy threads than cores, the spinner then gives its core to a thread that has work
-/// (often the producer it is waiting for) instead of burning its whole time slice.
-const SPIN_SLICE: Duration = Duration::from_micros(5);
-/// How many `yield_now` calls follow the spin before the worker parks.
-const YIELDS_BEFORE_PARK: u32 = 4;
 
 /// Executor ids start at 1: 0 in [`CURRENT_EXECUTOR`] means "not a worker thread".
 static NEXT_EXECUTOR_ID: AtomicU64 = AtomicU64::new(1);
@@ -320,25 +312,11 @@ impl WorkerLifecycle {
         }
     }
 
-    /// A short bounded spin, then a few yields, watching `work_hint`; an idle executor then
-    /// parks and costs no CPU.
+    /// A bounded spin watching `work_hint`, never yielding, adapted to whether spinning has
+    /// been winning on this thread (`idle_spin.rs`); an idle executor then parks and costs no
+    /// CPU.
     pub(crate) fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
-        if !SPIN_ENABLED {
-            return;
-        }
-        let start = Instant::now();
-        while start.elapsed() < SPIN_FOR {
-            if spin_until(&work_hint, SPIN_SLICE) {
-                return;
-            }
-            thread::yield_now();
-        }
-        for _ in 0..YIELDS_BEFORE_PARK {
-            if work_hint() {
-                return;
-            }
-            thread::yield_now();
-        }
+        idle_spin::spin_for_work(work_hint, MAX_SPIN);
     }
 }
 

@@ -17,7 +17,8 @@ use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{spin_until, Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
+use crate::idle_spin;
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
@@ -684,22 +685,18 @@ impl ScheduledCore {
         }
     }
 
-    /// A short bounded spin, then a few yields, watching for immediate work and for a timer
-    /// falling due; an idle executor then parks (until the next deadline, if a timer is
-    /// armed) and costs no CPU.
-    ///
-    /// With a timer armed the spin never yields: `yield_now` can hand the core to an unrelated
-    /// busy thread for a whole time slice (milliseconds), and a timer falling due meanwhile
-    /// would be that late; a parked worker is woken by the kernel with wake-up preemption
-    /// instead. The spin stays bounded (`TIMER_SPIN`), then the worker parks until the
-    /// deadline.
+    /// A bounded spin, never yielding, watching for immediate work and for a timer falling
+    /// due (adapted to whether spinning has been winning, `idle_spin.rs`); an idle executor
+    /// then parks (until the next deadline, if a timer is armed) and costs no CPU. With a
+    /// timer armed the spin is at most `TIMER_SPIN`: the worker then parks until the deadline.
     fn spin_for_work(&self) {
         let ready = || self.work_hint() || self.timer_due_hint();
-        if self.next_due.load(Ordering::Relaxed) == u64::MAX {
-            self.lifecycle.spin_for_work(ready);
+        let cap = if self.next_due.load(Ordering::Relaxed) == u64::MAX {
+            idle_spin::MAX_SPIN
         } else {
-            spin_until(ready, TIMER_SPIN);
-        }
+            TIMER_SPIN
+        };
+        idle_spin::spin_for_work(ready, cap);
     }
 
     /// Whether there may be an immediate task or a state change to act on (a lock-free hint).

@@ -19,11 +19,11 @@
 //!
 //! Entries live in a slab (`Vec<Node>` with a free list); each slot is a doubly linked list
 //! of slab indices, and each entry's header holds its slab index (`heap_index`), so `cancel`
-//! unlinks and frees its node in O(1) with no search. The slab follows Pulsar's trim rule:
-//! when at most a quarter of the slots are used it is compacted into the smallest power of two
-//! that is at least `max(64, 2 * len)` (moving the live nodes and rewriting their headers,
-//! O(len), amortised over the removals that made it sparse); an empty slab above 64 slots is
-//! freed.
+//! unlinks and frees its node in O(1) with no search. Above 1,024 slots the slab follows
+//! Pulsar's trim rule: when at most a quarter of the slots are used it is compacted into the
+//! smallest power of two that is at least `max(64, 2 * len)` (moving the live nodes and
+//! rewriting their headers in place, O(len), amortised over the removals that made it
+//! sparse); an empty slab above 64 slots shrinks to 64, and the idle trim frees an empty one.
 //!
 //! Not thread-safe: the executor keeps it under its queue lock.
 
@@ -46,6 +46,11 @@ const TICK_SHIFT: u32 = 10;
 const MAX_DEADLINE_NS: u64 = (1 << 63) - 1;
 /// The end of a list.
 const NIL: usize = usize::MAX;
+/// A slab of at most this many slots is not compacted while it holds timers (only shrunk to
+/// [`MIN_TRIM_CAPACITY`] once empty, and freed by the idle trim): a steady stream of
+/// short-lived timers (`schedule(Duration::ZERO, ..)` hand-offs) would otherwise compact and
+/// regrow the slab in every burst. 1,024 nodes are 56 KiB.
+const SLAB_TRIM_FLOOR: usize = 1024;
 
 /// One slab slot: an armed timer, or a free slot (`entry` is `None`, `next` links the free
 /// list).
@@ -195,6 +200,9 @@ impl TimerWheel {
             slot: 0,
         };
         let index = if self.free == NIL {
+            if self.nodes.capacity() == 0 {
+                self.nodes.reserve_exact(MIN_TRIM_CAPACITY);
+            }
             self.nodes.push(node);
             self.nodes.len() - 1
         } else {
@@ -419,51 +427,86 @@ impl TimerWheel {
         }
     }
 
-    /// Pulsar's trim rule on the slab: only when capacity > 64 and `len <= capacity / 4`,
-    /// compact into the smallest power of two >= max(64, 2 * len); an empty slab above 64
-    /// slots is freed entirely.
+    /// The slab's trim rule: Pulsar's (compact when `len <= capacity / 4`, into the smallest
+    /// power of two >= max(64, 2 * len)) but only above [`SLAB_TRIM_FLOOR`] slots; an empty
+    /// slab above 64 slots shrinks to 64.
     fn shrink_if_sparse(&mut self) {
         let capacity = self.nodes.capacity();
         if capacity <= MIN_TRIM_CAPACITY || self.len > capacity / 4 {
             return;
         }
         if self.len == 0 {
-            self.nodes = Vec::new();
+            // Every node is free: drop them (no entries) and keep 64 slots.
+            self.nodes.clear();
+            self.nodes.shrink_to(MIN_TRIM_CAPACITY);
             self.free = NIL;
+            return;
+        }
+        if capacity <= SLAB_TRIM_FLOOR {
             return;
         }
         let target = (2 * self.len).max(MIN_TRIM_CAPACITY).next_power_of_two();
         self.compact(target);
     }
 
-    /// Moves the live nodes to the front of a new slab of `capacity` slots, in slab order,
-    /// rewriting their links, their slots' heads and tails and their headers.
+    /// Moves the live nodes to the front of the slab, in slab order, rewriting their links,
+    /// their slots' heads and tails and their headers, then shrinks the slab to `capacity`
+    /// slots.
+    ///
+    /// In place, with no scratch table: each live node's new index is first written into its
+    /// header (the header must learn it anyway), and links are rewritten by reading the new
+    /// index from the linked node's header. The only allocation is the shrinking `realloc`, so
+    /// a compaction in the middle of a burst of cancels does not ask the allocator for a large
+    /// block (which makes glibc consolidate every small chunk the burst has freed).
     fn compact(&mut self, capacity: usize) {
-        let old = std::mem::replace(&mut self.nodes, Vec::with_capacity(capacity));
-        let mut moved_to = vec![NIL; old.len()];
-        let mut next_index = 0;
-        for (index, node) in old.iter().enumerate() {
-            if node.entry.is_some() {
-                moved_to[index] = next_index;
-                next_index += 1;
+        let nodes = &mut self.nodes;
+        // 1. Number the live nodes in slab order, in their headers.
+        let mut live = 0;
+        for node in nodes.iter() {
+            if let Some(entry) = &node.entry {
+                entry.header().set_heap_index(live);
+                live += 1;
             }
         }
-        let relocate = |index: usize| if index == NIL { NIL } else { moved_to[index] };
-        for node in old {
-            let Some(entry) = &node.entry else {
-                continue;
-            };
-            entry.header().set_heap_index(self.nodes.len());
-            let (prev, next) = (relocate(node.prev), relocate(node.next));
-            self.nodes.push(Node { prev, next, ..node });
-        }
-        let levels = self.levels();
-        for slot in &mut levels.slots {
-            if slot.head != NIL {
-                slot.head = moved_to[slot.head];
-                slot.tail = moved_to[slot.tail];
+        debug_assert_eq!(live, self.len);
+        let new_index = |nodes: &[Node], index: usize| match index {
+            NIL => NIL,
+            index => nodes[index]
+                .entry
+                .as_deref()
+                .expect("a linked node is armed")
+                .header()
+                .heap_index(),
+        };
+        // 2. Rewrite the links (reading only the neighbours' headers, which do not change).
+        for index in 0..nodes.len() {
+            if nodes[index].entry.is_some() {
+                let prev = new_index(nodes, nodes[index].prev);
+                let next = new_index(nodes, nodes[index].next);
+                let node = &mut nodes[index];
+                node.prev = prev;
+                node.next = next;
             }
         }
+        if let Some(levels) = self.levels.as_deref_mut() {
+            for slot in &mut levels.slots {
+                if slot.head != NIL {
+                    slot.head = new_index(nodes, slot.head);
+                    slot.tail = new_index(nodes, slot.tail);
+                }
+            }
+        }
+        // 3. Move the live nodes to the front (each moves to an index at or below its own, so
+        // nothing unvisited is overwritten), then drop the free tail and shrink.
+        let mut write = 0;
+        for read in 0..nodes.len() {
+            if nodes[read].entry.is_some() {
+                nodes.swap(write, read);
+                write += 1;
+            }
+        }
+        nodes.truncate(write);
+        nodes.shrink_to(capacity);
         self.free = NIL;
     }
 
@@ -803,26 +846,50 @@ mod tests {
     fn sparse_storage_shrinks_by_pulsars_rule() {
         let mut wheel = TimerWheel::new();
         let base = Instant::now();
-        let entries: Vec<_> = (0..1_024u64)
+        let entries: Vec<_> = (0..4_096u64)
             .map(|i| {
                 let e = entry();
                 wheel.push(base + Duration::from_micros(i * 37), Arc::clone(&e));
                 e
             })
             .collect();
-        assert_eq!(wheel.capacity(), 1_024);
-        // Down to 256 live (a quarter of 1,024): compacts to 512.
-        for e in &entries[256..] {
+        assert_eq!(wheel.capacity(), 4_096);
+        // Down to 1,024 live (a quarter of 4,096): compacts to 2,048.
+        for e in &entries[1_024..] {
             wheel.remove(e.header().heap_index());
         }
-        assert_eq!(wheel.len(), 256);
-        assert_eq!(wheel.capacity(), 512);
+        assert_eq!(wheel.len(), 1_024);
+        assert_eq!(wheel.capacity(), 2_048);
         wheel.assert_consistent();
         // The moved timers still pop in order.
         let far = base + Duration::from_secs(1);
-        for expected in &entries[..256] {
+        for expected in &entries[..1_024] {
             assert!(Arc::ptr_eq(&wheel.pop_due(far).unwrap(), expected));
         }
+    }
+
+    #[test]
+    fn a_slab_at_the_floor_is_not_compacted_until_it_is_empty_and_then_keeps_64_slots() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let entries: Vec<_> = (0..SLAB_TRIM_FLOOR as u64)
+            .map(|i| {
+                let e = entry();
+                wheel.push(base + Duration::from_micros(i), Arc::clone(&e));
+                e
+            })
+            .collect();
+        assert_eq!(wheel.capacity(), SLAB_TRIM_FLOOR);
+        for e in &entries[1..] {
+            wheel.remove(e.header().heap_index());
+        }
+        assert_eq!(wheel.len(), 1);
+        assert_eq!(wheel.capacity(), SLAB_TRIM_FLOOR, "a burst's slab is kept");
+        wheel.assert_consistent();
+        wheel.remove(entries[0].header().heap_index());
+        assert_eq!(wheel.capacity(), MIN_TRIM_CAPACITY);
+        assert_eq!(wheel.release_if_empty(), MIN_TRIM_CAPACITY);
+        assert_eq!(wheel.capacity(), 0);
     }
 
     #[test]

@@ -1,0 +1,414 @@
+//! `IdleSpin`: whether a thread about to park (an idle executor worker, a queue taker) spins
+//! for work first, decided by whether spinning has been winning on its thread, and never
+//! yielding its core mid-spin. One policy for every waiter in the crate.
+//!
+//! # Design
+//!
+//! A worker that finds its queue empty can park at once (a producer then pays a wake-up
+//! system call and the worker a wake-up latency, ~18 us per hop on the reference VMs) or spin
+//! on its work hint, which wins whenever work arrives within the spin. On a quiet machine a
+//! spin of tens of microseconds wins nearly always: the producer runs on the other core. On a
+//! machine with more busy threads than cores it loses, in two ways:
+//!
+//! - **It can keep the producer off the core.** A thread woken by the worker (the submitter
+//!   whose batch just completed) may be queued on the worker's own core when no core is
+//!   idle, where the running spinner need not give way before its slice ends: the work the
+//!   spinner waits for is then not produced until it gives up.
+//! - **It loses its core.** The spinner is a CPU hog to the scheduler; it is preempted for a
+//!   whole time slice (milliseconds) of another busy thread. `yield_now` does the same on
+//!   purpose, so the spin never yields.
+//!
+//! Both show as spins that run out (or, for the second, as a gap of [`PREEMPTED_GAP`] between
+//! two looks at the clock). So the policy keeps a score of recent full spins: a win adds
+//! one, a spin that runs out takes two away (full spinning pays while it wins two spins in
+//! three), a preempted spin takes it all. While the score is positive the worker spins up to
+//! [`MAX_SPIN`] (or the caller's cap); at zero it is *cold*: it spins only [`SHORT_SPIN`],
+//! which still catches a producer that is running right now (one still pushing the batch the
+//! worker drains), and once every [`PROBE_EVERY`] it tries a full spin again: a probe that
+//! wins warms the worker up to [`WARM_SCORE`]. A cold worker's full spins therefore cost at
+//! most one [`MAX_SPIN`] per [`PROBE_EVERY`]; an idle executor spins once, then parks.
+//!
+//! The state is per worker thread (a thread-local: the thread that spins is the one whose
+//! luck it records), touched only on the idle path, never per task.
+//!
+//! Under loom and Miri ([`SPIN_ENABLED`] off) the worker does not spin: they check the
+//! blocking paths.
+
+use crate::sync::SPIN_ENABLED;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// The longest spin, and the default cap: about two parked hand-offs' latency.
+pub(crate) const MAX_SPIN: Duration = Duration::from_micros(50);
+/// What a cold worker still spins, to catch a producer that is running at that moment.
+pub(crate) const SHORT_SPIN: Duration = Duration::from_micros(4);
+/// A gap this long between two looks at the clock means the spinner lost its core.
+pub(crate) const PREEMPTED_GAP: Duration = Duration::from_micros(200);
+/// How often a cold worker tries a full spin.
+pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(2);
+/// The score of a fresh worker, and its ceiling.
+pub(crate) const MAX_SCORE: u8 = 8;
+/// The score a winning probe gives a cold worker.
+pub(crate) const WARM_SCORE: u8 = 3;
+/// What a full spin that ran out takes from the score (a win adds one).
+const LOSS: u8 = 2;
+/// Polls of the work hint between two looks at the clock.
+const POLLS_PER_CLOCK_READ: u32 = 32;
+
+/// How one spin ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpinOutcome {
+    /// The work hint was seen, with no preemption during the spin.
+    Work,
+    /// The spin ran out, with no preemption during it.
+    Exhausted,
+    /// The spinner lost its core during the spin (whether or not it then saw work).
+    Preempted,
+}
+
+/// A spin's length, as [`IdleSpin::plan`] decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpinPlan {
+    /// Up to [`MAX_SPIN`] (or the cap): warm, or a cold worker's probe. Its outcome counts.
+    Full(Duration),
+    /// [`SHORT_SPIN`] (or the cap): a cold worker between probes. Its outcome does not count.
+    Short(Duration),
+}
+
+impl SpinPlan {
+    /// How long to spin.
+    pub(crate) fn length(self) -> Duration {
+        match self {
+            SpinPlan::Full(length) | SpinPlan::Short(length) => length,
+        }
+    }
+}
+
+/// The spin policy of one worker thread (see the module's design notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdleSpin {
+    /// Recent full spins' score, `0..=MAX_SCORE`; zero: cold.
+    score: u8,
+    /// When a cold worker last tried a full spin.
+    last_probe: Option<Instant>,
+}
+
+std::thread_local! {
+    /// The calling worker thread's policy.
+    static CURRENT: Cell<IdleSpin> = const { Cell::new(IdleSpin::new()) };
+}
+
+/// Spins on `ready` for at most `cap` (further bounded by the calling thread's [`IdleSpin`]),
+/// never yielding; returns whether `ready()` was seen. The caller parks if not.
+pub(crate) fn spin_for_work(mut ready: impl FnMut() -> bool, cap: Duration) -> bool {
+    if !SPIN_ENABLED || single_cpu() {
+        return ready();
+    }
+    CURRENT.with(|current| {
+        let mut spin = current.get();
+        let found = spin.spin(cap, Instant::now, &mut ready);
+        current.set(spin);
+        found
+    })
+}
+
+/// Whether this process may run on one CPU only (read once, then cached): there a spin can
+/// never win (whatever it waits for needs the spinner's core), so nothing spins.
+fn single_cpu() -> bool {
+    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SINGLE.get_or_init(|| std::thread::available_parallelism().map_or(true, |n| n.get() == 1))
+}
+
+impl IdleSpin {
+    /// A fresh policy: warm.
+    pub(crate) const fn new() -> Self {
+        Self {
+            score: MAX_SCORE,
+            last_probe: None,
+        }
+    }
+
+    /// One spin: plans it at `clock()`, polls `ready` until it is true or the plan's length
+    /// has passed (reading `clock` every few polls), and records the outcome. Returns whether
+    /// `ready()` was seen.
+    pub(crate) fn spin(
+        &mut self,
+        cap: Duration,
+        mut clock: impl FnMut() -> Instant,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
+        let start = clock();
+        let plan = self.plan(start, cap);
+        let length = plan.length();
+        let mut last = start;
+        let mut preempted = false;
+        let found = 'spin: loop {
+            for _ in 0..POLLS_PER_CLOCK_READ {
+                if ready() {
+                    break 'spin true;
+                }
+                std::hint::spin_loop();
+            }
+            let now = clock();
+            preempted |= now.saturating_duration_since(last) >= PREEMPTED_GAP;
+            last = now;
+            if now.saturating_duration_since(start) >= length {
+                break 'spin ready();
+            }
+        };
+        let outcome = match (preempted, found) {
+            (true, _) => SpinOutcome::Preempted,
+            (false, true) => SpinOutcome::Work,
+            (false, false) => SpinOutcome::Exhausted,
+        };
+        self.record(plan, outcome);
+        found
+    }
+
+    /// The spin to do at `now`, at most `cap` long.
+    pub(crate) fn plan(&mut self, now: Instant, cap: Duration) -> SpinPlan {
+        if self.score > 0 {
+            return SpinPlan::Full(MAX_SPIN.min(cap));
+        }
+        let probe_due = match self.last_probe {
+            None => true,
+            Some(last) => now.saturating_duration_since(last) >= PROBE_EVERY,
+        };
+        if probe_due {
+            self.last_probe = Some(now);
+            SpinPlan::Full(MAX_SPIN.min(cap))
+        } else {
+            SpinPlan::Short(SHORT_SPIN.min(cap))
+        }
+    }
+
+    /// Records how a spin planned by [`plan`](Self::plan) ended.
+    pub(crate) fn record(&mut self, plan: SpinPlan, outcome: SpinOutcome) {
+        if let SpinPlan::Short(_) = plan {
+            if outcome == SpinOutcome::Preempted {
+                self.score = 0;
+            }
+            return;
+        }
+        self.score = match outcome {
+            SpinOutcome::Work if self.score == 0 => WARM_SCORE,
+            SpinOutcome::Work => (self.score + 1).min(MAX_SCORE),
+            SpinOutcome::Exhausted => self.score.saturating_sub(LOSS),
+            SpinOutcome::Preempted => 0,
+        };
+    }
+
+    /// Whether the worker is cold (full spins only as probes).
+    #[cfg(test)]
+    fn is_cold(&self) -> bool {
+        self.score == 0
+    }
+}
+
+impl Default for IdleSpin {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A fake clock: each read advances it by `step`, plus `jump` once at read `jump_at`.
+    struct FakeClock {
+        now: Instant,
+        step: Duration,
+        reads: u32,
+        jump_at: Option<(u32, Duration)>,
+    }
+
+    impl FakeClock {
+        fn new(origin: Instant, step: Duration) -> Self {
+            Self {
+                now: origin,
+                step,
+                reads: 0,
+                jump_at: None,
+            }
+        }
+
+        fn read(&mut self) -> Instant {
+            let now = self.now;
+            self.reads += 1;
+            self.now += self.step;
+            if let Some((at, jump)) = self.jump_at {
+                if self.reads == at {
+                    self.now += jump;
+                }
+            }
+            now
+        }
+    }
+
+    /// A hint that turns true after `polls` polls (never, if `None`).
+    fn ready_after(polls: Option<u32>) -> impl FnMut() -> bool {
+        let mut seen = 0;
+        move || {
+            seen += 1;
+            polls.is_some_and(|p| seen > p)
+        }
+    }
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    /// Runs full spins that run out until the policy is cold; returns how many it took.
+    fn chill(spin: &mut IdleSpin, now: Instant) -> u32 {
+        let mut spins = 0;
+        while !spin.is_cold() {
+            let plan = spin.plan(now, MAX_SPIN);
+            assert!(matches!(plan, SpinPlan::Full(_)));
+            spin.record(plan, SpinOutcome::Exhausted);
+            spins += 1;
+        }
+        spins
+    }
+
+    #[test]
+    fn a_spin_that_sees_work_returns_true_at_once() {
+        let mut spin = IdleSpin::new();
+        let mut clock = FakeClock::new(Instant::now(), us(1));
+        assert!(spin.spin(MAX_SPIN, || clock.read(), ready_after(Some(10))));
+        assert_eq!(clock.reads, 1, "only the start was read");
+        assert_eq!(spin, IdleSpin::new());
+    }
+
+    #[test]
+    fn a_warm_spin_that_runs_out_returns_false_after_max_spin() {
+        let mut spin = IdleSpin::new();
+        let mut clock = FakeClock::new(Instant::now(), us(1));
+        assert!(!spin.spin(MAX_SPIN, || clock.read(), ready_after(None)));
+        // One read to start, then one per poll round until 50 us have passed.
+        assert_eq!(clock.reads, 51);
+        assert!(!spin.is_cold());
+    }
+
+    #[test]
+    fn the_caller_caps_the_spin() {
+        let mut spin = IdleSpin::new();
+        assert_eq!(spin.plan(Instant::now(), us(10)), SpinPlan::Full(us(10)));
+        let mut clock = FakeClock::new(Instant::now(), us(1));
+        assert!(!spin.spin(us(10), || clock.read(), ready_after(None)));
+        assert_eq!(clock.reads, 11);
+    }
+
+    #[test]
+    fn spins_that_lose_more_than_one_in_three_make_the_worker_cold() {
+        let now = Instant::now();
+        // Winning two in three holds the score.
+        let mut spin = IdleSpin::new();
+        for _ in 0..100 {
+            for outcome in [SpinOutcome::Work, SpinOutcome::Work, SpinOutcome::Exhausted] {
+                let plan = spin.plan(now, MAX_SPIN);
+                assert_eq!(plan, SpinPlan::Full(MAX_SPIN));
+                spin.record(plan, outcome);
+            }
+        }
+        assert!(!spin.is_cold());
+        // Winning one in two does not.
+        let mut spins = 0;
+        while !spin.is_cold() {
+            for outcome in [SpinOutcome::Work, SpinOutcome::Exhausted] {
+                let plan = spin.plan(now, MAX_SPIN);
+                spin.record(plan, outcome);
+            }
+            spins += 2;
+        }
+        assert_eq!(
+            spins, 12,
+            "the pattern above left 6; each win-loss pair takes one"
+        );
+        // From the top, four lost spins in a row.
+        assert_eq!(chill(&mut IdleSpin::new(), now), 4);
+    }
+
+    #[test]
+    fn a_cold_worker_spins_short_and_probes_once_per_probe_interval() {
+        let mut spin = IdleSpin::new();
+        let start = Instant::now();
+        chill(&mut spin, start);
+        // The first idle moment after cooling down probes at once.
+        assert_eq!(spin.plan(start, MAX_SPIN), SpinPlan::Full(MAX_SPIN));
+        spin.record(SpinPlan::Full(MAX_SPIN), SpinOutcome::Exhausted);
+        let mut now = start;
+        let mut probes = 0;
+        while now < start + 10 * PROBE_EVERY {
+            now += us(10);
+            match spin.plan(now, MAX_SPIN) {
+                plan @ SpinPlan::Full(_) => {
+                    probes += 1;
+                    spin.record(plan, SpinOutcome::Exhausted);
+                }
+                plan @ SpinPlan::Short(length) => {
+                    assert_eq!(length, SHORT_SPIN);
+                    // Short spins teach nothing, won or not.
+                    spin.record(plan, SpinOutcome::Work);
+                }
+            }
+            assert!(spin.is_cold());
+        }
+        assert_eq!(probes, 10);
+        assert_eq!(spin.plan(now, us(2)), SpinPlan::Short(us(2)), "capped too");
+    }
+
+    #[test]
+    fn a_winning_probe_warms_the_worker_up() {
+        let mut spin = IdleSpin::new();
+        let now = Instant::now();
+        chill(&mut spin, now);
+        let plan = spin.plan(now, MAX_SPIN);
+        spin.record(plan, SpinOutcome::Work);
+        assert!(!spin.is_cold());
+        // Warm, but on probation: two lost spins cool it again.
+        assert_eq!(chill(&mut spin, now), 2);
+    }
+
+    #[test]
+    fn a_gap_during_the_spin_makes_the_worker_cold() {
+        let mut spin = IdleSpin::new();
+        let mut clock = FakeClock::new(Instant::now(), us(1));
+        clock.jump_at = Some((2, Duration::from_millis(3))); // preempted for a time slice
+                                                             // It still reports the work it found after the gap.
+        assert!(spin.spin(MAX_SPIN, || clock.read(), ready_after(Some(64))));
+        assert!(spin.is_cold());
+        // Short spins are watched too: a cold worker preempted in one stays cold.
+        let mut spin = IdleSpin::new();
+        let now = Instant::now();
+        chill(&mut spin, now);
+        let probe = spin.plan(now, MAX_SPIN);
+        spin.record(probe, SpinOutcome::Exhausted);
+        let short = spin.plan(now, MAX_SPIN);
+        assert_eq!(short, SpinPlan::Short(SHORT_SPIN));
+        spin.record(short, SpinOutcome::Preempted);
+        assert!(spin.is_cold());
+    }
+
+    #[test]
+    fn a_gap_shorter_than_a_time_slice_is_not_a_preemption() {
+        let mut spin = IdleSpin::new();
+        let mut clock = FakeClock::new(Instant::now(), us(1));
+        clock.jump_at = Some((2, PREEMPTED_GAP - us(2))); // a producer ran briefly
+        assert!(spin.spin(MAX_SPIN, || clock.read(), ready_after(Some(64))));
+        assert_eq!(spin, IdleSpin::new());
+    }
+
+    #[test]
+    fn the_thread_local_spin_sees_work_that_is_already_there() {
+        assert!(spin_for_work(|| true, MAX_SPIN));
+    }
+
+    #[test]
+    fn the_thread_local_spin_gives_up_after_its_cap() {
+        let start = Instant::now();
+        assert!(!spin_for_work(|| false, us(20)));
+        // Under Miri the spin is compiled out: the hint is read once.
+        assert!(start.elapsed() >= us(20) || !SPIN_ENABLED);
+    }
+}
