@@ -1,6 +1,8 @@
 //! Executors: single-thread executors made by [`PulsarExecutors`] and what they hand out.
 //!
-//! - [`PulsarExecutors`] / [`SingleThreadExecutorBuilder`]: make a [`SingleThreadExecutor`].
+//! - [`PulsarExecutors`] / [`SingleThreadExecutorBuilder`]: make a [`SingleThreadExecutor`];
+//!   [`ScheduledExecutor::builder`] / [`ScheduledExecutorBuilder`]: a [`ScheduledExecutor`]
+//!   (one [`ExecutorBuilder`] for both).
 //! - [`ThreadFactory`] / [`NamedThreadFactory`]: where worker threads come from, and where
 //!   panics of `execute`d tasks are reported; [`ThreadFactoryPanicked`]: a factory's panic,
 //!   turned into a failed thread start.
@@ -12,9 +14,11 @@
 //! The design (queue layout, lock and wake-up protocol with its memory ordering, inline task
 //! storage and its safety argument, trim policy) is described in `README.md` beside this file.
 
+mod between_batches;
+mod executor_builder;
 mod executor_core;
 mod executor_group;
-mod fifo_admission;
+mod executor_handle;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;
@@ -28,15 +32,18 @@ mod task_error;
 mod task_handle;
 mod thread_factory;
 mod worker_lifecycle;
+mod worker_loop;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use executor_builder::{
+    ExecutorBuilder, ScheduledExecutorBuilder, SingleThreadExecutorBuilder,
+    DEFAULT_SCHEDULED_POOL_NAME,
+};
 pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember};
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
-pub use pulsar_executors::{
-    PulsarExecutors, SingleThreadExecutorBuilder, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME,
-};
+pub use pulsar_executors::{PulsarExecutors, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME};
 pub use rejected::{RejectReason, RejectedExecution};
 pub use scheduled::{ScheduledExecutor, ScheduledHandle};
 pub use single_thread_executor::SingleThreadExecutor;

@@ -1,17 +1,14 @@
 //! `SingleThreadExecutor`: the handle users hold; clones share one executor.
 
-use crate::executors::executor_core::{ExecutorCore, RUNNING, TERMINATED};
-use crate::executors::fifo_admission::FifoCore;
-use crate::executors::invoke_any::{InvokeAnyError, InvokeFailure};
-use crate::executors::raw_task::{Job, RawTask};
+use crate::executors::between_batches::NoTimers;
+use crate::executors::executor_core::ExecutorCore;
+use crate::executors::executor_handle::ExecutorHandle;
+use crate::executors::invoke_any::InvokeAnyError;
 use crate::executors::rejected::RejectedExecution;
-use crate::executors::staging;
 use crate::executors::task::Task;
 use crate::executors::task_error::TaskError;
-use crate::executors::task_handle::{result_slot, Completer, TaskHandle};
-use crate::sync::Arc as CoreArc;
+use crate::executors::task_handle::TaskHandle;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,51 +64,13 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct SingleThreadExecutor {
-    handle: Arc<ExecutorHandle>,
-}
-
-/// The part every clone shares; its `Drop` is "the last clone went away".
-struct ExecutorHandle {
-    core: CoreArc<ExecutorCore>,
-    auto_shutdown_on_drop: bool,
-}
-
-impl Drop for ExecutorHandle {
-    fn drop(&mut self) {
-        if !self.auto_shutdown_on_drop && self.core.run_state() == RUNNING {
-            tracing::warn!(
-                executor = %self.core.name(),
-                "executor dropped without shutdown although auto_shutdown_on_drop is off; \
-                 shutting it down gracefully (queued tasks still run)"
-            );
-        }
-        ExecutorCore::shutdown(&self.core);
-    }
-}
-
-/// A submitted closure with the slot its result goes to.
-struct SubmitJob<F, R> {
-    f: F,
-    completer: Completer<R>,
-}
-
-impl<F, R> Job for SubmitJob<F, R>
-where
-    F: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    fn run(self) {
-        self.completer.run(self.f)
-    }
+    handle: Arc<ExecutorHandle<NoTimers>>,
 }
 
 impl SingleThreadExecutor {
-    pub(crate) fn from_core(core: ExecutorCore, auto_shutdown_on_drop: bool) -> Self {
+    pub(crate) fn from_core(core: ExecutorCore<NoTimers>, auto_shutdown_on_drop: bool) -> Self {
         Self {
-            handle: Arc::new(ExecutorHandle {
-                core: CoreArc::new(core),
-                auto_shutdown_on_drop,
-            }),
+            handle: ExecutorHandle::new(core, auto_shutdown_on_drop),
         }
     }
 
@@ -126,18 +85,7 @@ impl SingleThreadExecutor {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.enqueue_job(f)
-    }
-
-    #[inline]
-    fn enqueue_job<J: Job>(&self, job: J) -> Result<(), RejectedExecution<J>> {
-        match ExecutorCore::enqueue(&self.handle.core, RawTask::new(job)) {
-            Ok(()) => Ok(()),
-            Err((raw, reason)) => match raw.downcast::<J>() {
-                Ok(job) => Err(RejectedExecution::new(job, reason)),
-                Err(_) => unreachable!("a rejected task comes back with its own type"),
-            },
-        }
+        self.handle.execute(f)
     }
 
     /// Queues every task of `tasks`, in order, taking the queue lock once for the whole batch
@@ -179,9 +127,7 @@ impl SingleThreadExecutor {
         I: IntoIterator<Item = F>,
         F: FnOnce() + Send + 'static,
     {
-        staging::execute_all(tasks, |staged| {
-            ExecutorCore::enqueue_all(&self.handle.core, staged)
-        })
+        self.handle.execute_all(tasks)
     }
 
     /// Queues `f` and returns a handle to its result. Allocates one result slot per task.
@@ -194,15 +140,7 @@ impl SingleThreadExecutor {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let (completer, handle) = result_slot(self.handle.core.id());
-        match self.enqueue_job(SubmitJob { f, completer }) {
-            Ok(()) => Ok(handle),
-            Err(rejected) => {
-                let (job, reason) = rejected.into_parts();
-                // Dropping the completer resolves the (also dropped) handle: no leak, no wait.
-                Err(RejectedExecution::new(job.f, reason))
-            }
-        }
+        self.handle.submit(f)
     }
 
     /// Runs every task and waits for all of them; results come back in the tasks' order.
@@ -216,20 +154,7 @@ impl SingleThreadExecutor {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        if self.handle.core.is_current_worker() {
-            return tasks
-                .into_iter()
-                .map(|_| Err(TaskError::WouldDeadlock))
-                .collect();
-        }
-        let handles: Vec<_> = tasks.into_iter().map(|task| self.submit(task)).collect();
-        handles
-            .into_iter()
-            .map(|handle| match handle {
-                Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
-            })
-            .collect()
+        self.handle.invoke_all(tasks)
     }
 
     /// Runs the tasks and returns the value of the first that succeeds (tasks run in order on
@@ -247,76 +172,37 @@ impl SingleThreadExecutor {
         R: Send + 'static,
         E: Send + 'static,
     {
-        if tasks.is_empty() {
-            return Err(InvokeAnyError::NoTasks);
-        }
-        if self.handle.core.is_current_worker() {
-            let refused = tasks
-                .into_iter()
-                .map(|_| InvokeFailure::Task(TaskError::WouldDeadlock));
-            return Err(InvokeAnyError::AllFailed(refused.collect()));
-        }
-        let succeeded = Arc::new(AtomicBool::new(false));
-        let handles: Vec<_> = tasks
-            .into_iter()
-            .map(|task| {
-                let succeeded = Arc::clone(&succeeded);
-                self.submit(move || {
-                    if succeeded.load(Ordering::Acquire) {
-                        return None; // an earlier task already succeeded: skip
-                    }
-                    let outcome = task();
-                    if outcome.is_ok() {
-                        succeeded.store(true, Ordering::Release);
-                    }
-                    Some(outcome)
-                })
-            })
-            .collect();
-        let mut failures = Vec::new();
-        for handle in handles {
-            let outcome = match handle {
-                Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
-            };
-            match outcome {
-                Ok(Some(Ok(value))) => return Ok(value),
-                Ok(Some(Err(error))) => failures.push(InvokeFailure::Failed(error)),
-                Ok(None) => failures.push(InvokeFailure::Task(TaskError::Cancelled)),
-                Err(error) => failures.push(InvokeFailure::Task(error)),
-            }
-        }
-        Err(InvokeAnyError::AllFailed(failures))
+        self.handle.invoke_any(tasks)
     }
 
     /// Starts a graceful shutdown: new tasks are rejected, queued tasks still run, then the
     /// worker exits. Idempotent; does not wait (see
     /// [`await_termination`](Self::await_termination)).
     pub fn shutdown(&self) {
-        ExecutorCore::shutdown(&self.handle.core);
+        self.handle.shutdown();
     }
 
     /// Stops at once: new tasks are rejected and every queued task not yet started comes back,
     /// oldest first. The task running now (if any) finishes — Rust cannot interrupt a thread.
     /// Dropping a returned [`Task`] cancels it (its handle yields [`TaskError::Cancelled`]).
     pub fn shutdown_now(&self) -> Vec<Task> {
-        self.handle.core.shutdown_now()
+        self.handle.shutdown_now()
     }
 
     /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
     pub fn is_shutdown(&self) -> bool {
-        self.handle.core.run_state() != RUNNING
+        self.handle.is_shutdown()
     }
 
     /// Whether the executor is shut down and its worker has exited (or never started).
     pub fn is_terminated(&self) -> bool {
-        self.handle.core.run_state() == TERMINATED
+        self.handle.is_terminated()
     }
 
     /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
     /// own worker thread it returns at once (the worker cannot wait for itself).
     pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.handle.core.await_termination(timeout)
+        self.handle.await_termination(timeout)
     }
 
     /// Tasks accepted and not yet started.
@@ -348,14 +234,9 @@ impl SingleThreadExecutor {
 
 impl fmt::Debug for SingleThreadExecutor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.handle.core.run_state() {
-            RUNNING => "running",
-            TERMINATED => "terminated",
-            _ => "shutting down",
-        };
         f.debug_struct("SingleThreadExecutor")
             .field("name", &self.name())
-            .field("state", &state)
+            .field("state", &self.handle.state_name())
             .field("pending_tasks", &self.pending_tasks())
             .field("auto_shutdown_on_drop", &self.handle.auto_shutdown_on_drop)
             .finish()

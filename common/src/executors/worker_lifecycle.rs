@@ -1,11 +1,9 @@
 //! `WorkerLifecycle`: what every executor core shares with its one worker thread — the run
 //! state's lock-free mirror, termination signalling, naming, thread start, the panic boundary
-//! and the bounded idle spin. `ExecutorCore` and `ScheduledCore` both stand on it, so these
-//! rules are written once.
+//! and the bounded idle spin: the parts of `ExecutorCore` that do not depend on its queue.
 
-use crate::executors::executor_core::{WorkerState, RUNNING, TERMINATED};
+use crate::executors::executor_core::TERMINATED;
 use crate::executors::raw_task::RawTask;
-use crate::executors::rejected::RejectReason;
 use crate::executors::thread_factory::ThreadFactory;
 #[cfg(not(loom))]
 use crate::executors::thread_factory::ThreadFactoryPanicked;
@@ -89,14 +87,6 @@ impl Drop for WorkerGuard {
         let previous = self.previous;
         let _ = CURRENT_EXECUTOR.try_with(|current| current.set(previous));
     }
-}
-
-/// What the lazy-start protocol needs of a core's lock-protected state.
-pub(crate) trait WorkerSlot {
-    /// The run state (`RUNNING`, `SHUTDOWN`, ...).
-    fn run(&self) -> u8;
-    /// Whether the worker thread exists.
-    fn worker_mut(&mut self) -> &mut WorkerState;
 }
 
 impl WorkerLifecycle {
@@ -258,47 +248,6 @@ impl WorkerLifecycle {
             panic::catch_unwind(AssertUnwindSafe(move || factory.on_task_panic(payload)))
         {
             drop_panic_payload(hook_panic);
-        }
-    }
-
-    /// The lazy start, for both cores. Called holding `queue` (the guard of `lock`) with the run
-    /// state `RUNNING` and no worker: marks the worker `Starting`, releases the lock, starts the
-    /// thread with `spawn` (the factory is user code: never under the lock) and takes the lock
-    /// again. Returns it, still `RUNNING`, with the worker `Started`, so that the caller queues
-    /// the work that asked for the thread only once the thread exists: a failed start hands
-    /// that work back. After a failed start the worker is `NotStarted` again and
-    /// `after_failed_start` runs under the lock (a shut-down core with nothing left terminates).
-    ///
-    /// # Errors
-    ///
-    /// `Shutdown` if the core was shut down while the thread started (the worker sees it and
-    /// exits), or the factory's error.
-    #[cold]
-    pub(crate) fn start_worker<'a, Q: WorkerSlot>(
-        &self,
-        lock: &'a Mutex<Q>,
-        mut queue: MutexGuard<'a, Q>,
-        spawn: impl FnOnce() -> std::io::Result<()>,
-        after_failed_start: impl FnOnce(&mut Q),
-    ) -> Result<MutexGuard<'a, Q>, RejectReason> {
-        *queue.worker_mut() = WorkerState::Starting;
-        drop(queue);
-        match spawn() {
-            Ok(()) => {
-                let mut queue = lock.lock();
-                *queue.worker_mut() = WorkerState::Started;
-                if queue.run() != RUNNING {
-                    return Err(RejectReason::Shutdown);
-                }
-                Ok(queue)
-            }
-            Err(error) => {
-                tracing::error!(executor = %self.name(), %error, "cannot start the executor's worker thread");
-                let mut queue = lock.lock();
-                *queue.worker_mut() = WorkerState::NotStarted;
-                after_failed_start(&mut queue);
-                Err(RejectReason::ThreadStartFailed(error))
-            }
         }
     }
 

@@ -1,16 +1,17 @@
 //! `ScheduledExecutor`: the handle users hold; clones share one scheduled executor.
 
-use crate::executors::executor_core::{RUNNING, TERMINATED};
-use crate::executors::fifo_admission::FifoCore;
-use crate::executors::raw_task::RawTask;
+use crate::executors::executor_builder::ScheduledExecutorBuilder;
+use crate::executors::executor_handle::ExecutorHandle;
+use crate::executors::invoke_any::InvokeAnyError;
 use crate::executors::rejected::RejectedExecution;
-use crate::executors::scheduled::scheduled_core::ScheduledCore;
 use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
 use crate::executors::scheduled::timer_entry::{
     add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
 };
-use crate::executors::staging;
+use crate::executors::scheduled::timers::{ScheduledCore, Timers};
 use crate::executors::task::Task;
+use crate::executors::task_error::TaskError;
+use crate::executors::task_handle::TaskHandle;
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::Arc as CoreArc;
 use std::fmt;
@@ -50,6 +51,12 @@ use std::time::{Duration, Instant};
 /// - **Lifecycle**: the worker starts with the first accepted task; dropping the last clone
 ///   shuts the executor down gracefully (so armed one-shot timers keep the thread until they
 ///   have run: cancel them, or call `shutdown_now`, to let it go at once). `Drop` never blocks.
+///   With `auto_shutdown_on_drop(false)` ([`builder`](Self::builder)) the owner is expected to
+///   shut it down; a last clone dropped anyway still shuts it down, with a warning.
+/// - **Same core as the plain executor**: admission, lazy start, shutdown, termination, idle
+///   trim and `Drop` are one piece of code for both; the builder has the same settings, and
+///   [`submit`](Self::submit), [`invoke_all`](Self::invoke_all),
+///   [`invoke_any`](Self::invoke_any) take the FIFO fast path.
 ///
 /// # Examples
 ///
@@ -87,28 +94,25 @@ use std::time::{Duration, Instant};
 /// ```
 #[derive(Clone)]
 pub struct ScheduledExecutor {
-    handle: Arc<ExecutorHandle>,
-}
-
-/// The part every clone shares; its `Drop` is "the last clone went away".
-struct ExecutorHandle {
-    core: CoreArc<ScheduledCore>,
-}
-
-impl Drop for ExecutorHandle {
-    fn drop(&mut self) {
-        ScheduledCore::shutdown(&self.core);
-    }
+    handle: Arc<ExecutorHandle<Timers>>,
 }
 
 impl ScheduledExecutor {
-    /// A scheduled executor whose worker thread comes from `thread_factory`. No thread starts
-    /// until the first task or timer is accepted.
+    /// A scheduled executor whose worker thread comes from `thread_factory`, with the
+    /// builder's other defaults. No thread starts until the first task or timer is accepted.
     pub fn new(thread_factory: impl ThreadFactory) -> Self {
+        Self::builder().thread_factory(thread_factory).build()
+    }
+
+    /// A builder for every setting: thread factory or pool name, auto shutdown on drop,
+    /// initial capacity, idle trim (the same settings as the single-thread executor's).
+    pub fn builder() -> ScheduledExecutorBuilder {
+        ScheduledExecutorBuilder::new()
+    }
+
+    pub(crate) fn from_core(core: ScheduledCore, auto_shutdown_on_drop: bool) -> Self {
         Self {
-            handle: Arc::new(ExecutorHandle {
-                core: CoreArc::new(ScheduledCore::new(Arc::new(thread_factory))),
-            }),
+            handle: ExecutorHandle::new(core, auto_shutdown_on_drop),
         }
     }
 
@@ -128,13 +132,7 @@ impl ScheduledExecutor {
     where
         F: FnOnce() + Send + 'static,
     {
-        match ScheduledCore::enqueue(self.core(), RawTask::new(f)) {
-            Ok(()) => Ok(()),
-            Err((raw, reason)) => match raw.downcast::<F>() {
-                Ok(f) => Err(RejectedExecution::new(f, reason)),
-                Err(_) => unreachable!("a rejected task comes back with its own type"),
-            },
-        }
+        self.handle.execute(f)
     }
 
     /// Queues every task of `tasks` on the FIFO fast path, in order, taking the queue lock once
@@ -169,9 +167,60 @@ impl ScheduledExecutor {
         I: IntoIterator<Item = F>,
         F: FnOnce() + Send + 'static,
     {
-        staging::execute_all(tasks, |staged| {
-            ScheduledCore::enqueue_all(self.core(), staged)
-        })
+        self.handle.execute_all(tasks)
+    }
+
+    /// Queues `f` on the FIFO fast path and returns a handle to its result, as
+    /// [`SingleThreadExecutor::submit`](crate::executors::SingleThreadExecutor::submit) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`execute`](Self::execute): `f` comes back if the executor refused it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::ScheduledExecutor;
+    ///
+    /// let executor = ScheduledExecutor::builder().pool_name("submit").build();
+    /// assert_eq!(executor.submit(|| 6 * 7).unwrap().join().unwrap(), 42);
+    /// # executor.shutdown();
+    /// ```
+    pub fn submit<F, R>(&self, f: F) -> Result<TaskHandle<R>, RejectedExecution<F>>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.handle.submit(f)
+    }
+
+    /// Runs every task on the FIFO fast path and waits for all of them; results come back in
+    /// the tasks' order. The same contract as
+    /// [`SingleThreadExecutor::invoke_all`](crate::executors::SingleThreadExecutor::invoke_all)
+    /// (on this executor's own worker thread: [`TaskError::WouldDeadlock`] for each task).
+    pub fn invoke_all<F, R>(&self, tasks: Vec<F>) -> Vec<Result<R, TaskError>>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.handle.invoke_all(tasks)
+    }
+
+    /// Runs the tasks on the FIFO fast path and returns the value of the first that succeeds;
+    /// the tasks after it are skipped. The same contract as
+    /// [`SingleThreadExecutor::invoke_any`](crate::executors::SingleThreadExecutor::invoke_any).
+    ///
+    /// # Errors
+    ///
+    /// [`InvokeAnyError::NoTasks`] for an empty list; [`InvokeAnyError::AllFailed`] with each
+    /// task's failure, in order, when none succeeded.
+    pub fn invoke_any<F, R, E>(&self, tasks: Vec<F>) -> Result<R, InvokeAnyError<E>>
+    where
+        F: FnOnce() -> Result<R, E> + Send + 'static,
+        R: Send + 'static,
+        E: Send + 'static,
+    {
+        self.handle.invoke_any(tasks)
     }
 
     /// Runs `f` once, `delay` from now (not before). The handle cancels it or joins its value.
@@ -274,7 +323,7 @@ impl ScheduledExecutor {
     /// worker exits when nothing is left. Idempotent; does not wait (see
     /// [`await_termination`](Self::await_termination)).
     pub fn shutdown(&self) {
-        ScheduledCore::shutdown(self.core());
+        self.handle.shutdown();
     }
 
     /// Stops at once: new tasks are rejected, and every task not yet started comes back —
@@ -283,23 +332,23 @@ impl ScheduledExecutor {
     /// finishes. Running a returned timer task runs it (and completes its handle); dropping it
     /// cancels it.
     pub fn shutdown_now(&self) -> Vec<Task> {
-        ScheduledCore::shutdown_now(self.core())
+        self.handle.shutdown_now()
     }
 
     /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
     pub fn is_shutdown(&self) -> bool {
-        self.core().run_state() != RUNNING
+        self.handle.is_shutdown()
     }
 
     /// Whether the executor is shut down and its worker has exited (or never started).
     pub fn is_terminated(&self) -> bool {
-        self.core().run_state() == TERMINATED
+        self.handle.is_terminated()
     }
 
     /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
     /// own worker thread it returns at once.
     pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.core().await_termination(timeout)
+        self.handle.await_termination(timeout)
     }
 
     /// Live entries: immediate tasks not yet started plus armed timers. A cancelled timer is
@@ -324,6 +373,16 @@ impl ScheduledExecutor {
         self.core().queue_capacity()
     }
 
+    /// How many times a producer had to wake the parked worker (a diagnostic).
+    pub fn worker_wakeups(&self) -> u64 {
+        self.core().wakeups()
+    }
+
+    /// Whether dropping the last clone shuts the executor down without a warning.
+    pub fn auto_shutdown_on_drop(&self) -> bool {
+        self.handle.auto_shutdown_on_drop
+    }
+
     /// The worker thread's name once started, else `scheduled-executor#<id>`.
     pub fn name(&self) -> String {
         self.core().name()
@@ -341,14 +400,9 @@ fn unwrap_rejected<J, F>(
 
 impl fmt::Debug for ScheduledExecutor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.core().run_state() {
-            RUNNING => "running",
-            TERMINATED => "terminated",
-            _ => "shutting down",
-        };
         f.debug_struct("ScheduledExecutor")
             .field("name", &self.name())
-            .field("state", &state)
+            .field("state", &self.handle.state_name())
             .field("pending_tasks", &self.pending_tasks())
             .finish()
     }
