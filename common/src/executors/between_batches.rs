@@ -14,7 +14,13 @@ use std::time::Instant;
 /// Callback contract: the hooks called with the queue state (`&mut QueueState`) run under the
 /// queue lock and must not call user code; `after_task`, `after_batch`, `finish_cancelled` and
 /// `cancel_leftovers` run without it.
-pub(crate) trait BetweenBatches: Sized + Send + Sync + 'static {
+///
+/// The trait is `pub` only so that it can bound the public
+/// [`SingleWorkerExecutor`](crate::executors::SingleWorkerExecutor); it lives in a private
+/// module (sealed: nothing outside this crate can name or implement it), and its hooks speak of
+/// crate-private types, hence `private_interfaces` is allowed here.
+#[allow(private_interfaces)]
+pub trait BetweenBatches: Sized + Send + Sync + 'static {
     /// What the queue lock guards besides the ring (the timer wheel).
     type Locked: Send;
     /// Work taken out under the lock at shutdown, to finish (drop user code) without it.
@@ -22,6 +28,8 @@ pub(crate) trait BetweenBatches: Sized + Send + Sync + 'static {
 
     /// The kind of executor, for names in logs (`{KIND}#{id}`).
     const KIND: &'static str;
+    /// The public type's name, for `Debug`.
+    const TYPE_NAME: &'static str;
 
     /// The lock-free half and the locked half.
     fn new() -> (Self, Self::Locked);
@@ -115,14 +123,16 @@ pub(crate) trait BetweenBatches: Sized + Send + Sync + 'static {
     fn cancel_leftovers(_lifecycle: &WorkerLifecycle, _leftovers: Self::Detached) {}
 }
 
-/// The plain single-thread executor's worker: nothing between batches.
+/// The kind of [`SingleThreadExecutor`](crate::executors::SingleThreadExecutor): its worker
+/// does nothing between batches.
 #[derive(Debug)]
-pub(crate) struct NoTimers;
+pub struct NoTimers;
 
 impl BetweenBatches for NoTimers {
     type Locked = ();
     type Detached = ();
     const KIND: &'static str = "single-thread-executor";
+    const TYPE_NAME: &'static str = "SingleThreadExecutor";
 
     fn new() -> (Self, ()) {
         (NoTimers, ())

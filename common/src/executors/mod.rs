@@ -6,6 +6,8 @@
 //! - [`ThreadFactory`] / [`NamedThreadFactory`]: where worker threads come from, and where
 //!   panics of `execute`d tasks are reported; [`ThreadFactoryPanicked`]: a factory's panic,
 //!   turned into a failed thread start.
+//! - [`SingleWorkerExecutor`]: the one executor type behind both kinds —
+//!   [`SingleThreadExecutor`] (kind [`NoTimers`]) and [`ScheduledExecutor`] (kind [`Timers`]).
 //! - [`TaskHandle`] / [`TaskError`]: the result of a submitted task.
 //! - [`Task`]: a queued task handed back by `shutdown_now`.
 //! - [`RejectedExecution`] / [`RejectReason`]: a refused task, handed back.
@@ -25,6 +27,7 @@ pub(crate) mod raw_task;
 mod rejected;
 mod scheduled;
 mod single_thread_executor;
+mod single_worker_executor;
 mod staging;
 mod task;
 mod task_batch;
@@ -37,6 +40,7 @@ mod worker_loop;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use between_batches::NoTimers;
 pub use executor_builder::{
     ExecutorBuilder, ScheduledExecutorBuilder, SingleThreadExecutorBuilder,
     DEFAULT_SCHEDULED_POOL_NAME,
@@ -45,8 +49,10 @@ pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember};
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
 pub use pulsar_executors::{PulsarExecutors, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME};
 pub use rejected::{RejectReason, RejectedExecution};
+pub use scheduled::timers::Timers;
 pub use scheduled::{ScheduledExecutor, ScheduledHandle};
 pub use single_thread_executor::SingleThreadExecutor;
+pub use single_worker_executor::SingleWorkerExecutor;
 pub use task::Task;
 pub use task_error::TaskError;
 pub use task_handle::TaskHandle;

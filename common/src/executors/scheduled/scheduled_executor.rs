@@ -1,20 +1,16 @@
-//! `ScheduledExecutor`: the handle users hold; clones share one scheduled executor.
+//! `ScheduledExecutor`: the single-worker executor whose worker also fires timers, and the
+//! operations only it has (`schedule*`).
 
 use crate::executors::executor_builder::ScheduledExecutorBuilder;
-use crate::executors::executor_handle::ExecutorHandle;
-use crate::executors::invoke_any::InvokeAnyError;
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
 use crate::executors::scheduled::timer_entry::{
     add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
 };
 use crate::executors::scheduled::timers::{ScheduledCore, Timers};
-use crate::executors::task::Task;
-use crate::executors::task_error::TaskError;
-use crate::executors::task_handle::TaskHandle;
+use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::Arc as CoreArc;
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -92,10 +88,7 @@ use std::time::{Duration, Instant};
 /// executor.shutdown();
 /// assert!(executor.await_termination(Duration::from_secs(10)));
 /// ```
-#[derive(Clone)]
-pub struct ScheduledExecutor {
-    handle: Arc<ExecutorHandle<Timers>>,
-}
+pub type ScheduledExecutor = SingleWorkerExecutor<Timers>;
 
 impl ScheduledExecutor {
     /// A scheduled executor whose worker thread comes from `thread_factory`, with the
@@ -108,119 +101,6 @@ impl ScheduledExecutor {
     /// initial capacity, idle trim (the same settings as the single-thread executor's).
     pub fn builder() -> ScheduledExecutorBuilder {
         ScheduledExecutorBuilder::new()
-    }
-
-    pub(crate) fn from_core(core: ScheduledCore, auto_shutdown_on_drop: bool) -> Self {
-        Self {
-            handle: ExecutorHandle::new(core, auto_shutdown_on_drop),
-        }
-    }
-
-    fn core(&self) -> &CoreArc<ScheduledCore> {
-        &self.handle.core
-    }
-
-    /// Queues `f` to run on the worker thread as soon as it can: the FIFO fast path, never
-    /// through the timer wheel. Never blocks.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing `f` back if the executor has been shut down, or if its
-    /// worker thread could not be started.
-    #[inline]
-    pub fn execute<F>(&self, f: F) -> Result<(), RejectedExecution<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.handle.execute(f)
-    }
-
-    /// Queues every task of `tasks` on the FIFO fast path, in order, taking the queue lock once
-    /// for the whole batch; all or nothing. The same contract as
-    /// [`SingleThreadExecutor::execute_all`](crate::executors::SingleThreadExecutor::execute_all):
-    /// the iterator runs before the lock is taken, and steady use allocates nothing.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing back every task, in order, if the executor has been shut
-    /// down or its worker thread could not be started. An empty batch is always accepted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor};
-    /// use std::sync::mpsc;
-    ///
-    /// let executor = ScheduledExecutor::new(NamedThreadFactory::new("batch"));
-    /// let (tx, rx) = mpsc::channel();
-    /// executor
-    ///     .execute_all((0..3).map(|i| {
-    ///         let tx = tx.clone();
-    ///         move || tx.send(i).unwrap()
-    ///     }))
-    ///     .unwrap();
-    /// assert_eq!(rx.iter().take(3).collect::<Vec<_>>(), [0, 1, 2]);
-    /// # executor.shutdown();
-    /// ```
-    pub fn execute_all<I, F>(&self, tasks: I) -> Result<(), RejectedExecution<Vec<F>>>
-    where
-        I: IntoIterator<Item = F>,
-        F: FnOnce() + Send + 'static,
-    {
-        self.handle.execute_all(tasks)
-    }
-
-    /// Queues `f` on the FIFO fast path and returns a handle to its result, as
-    /// [`SingleThreadExecutor::submit`](crate::executors::SingleThreadExecutor::submit) does.
-    ///
-    /// # Errors
-    ///
-    /// As for [`execute`](Self::execute): `f` comes back if the executor refused it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pulsar_common::executors::ScheduledExecutor;
-    ///
-    /// let executor = ScheduledExecutor::builder().pool_name("submit").build();
-    /// assert_eq!(executor.submit(|| 6 * 7).unwrap().join().unwrap(), 42);
-    /// # executor.shutdown();
-    /// ```
-    pub fn submit<F, R>(&self, f: F) -> Result<TaskHandle<R>, RejectedExecution<F>>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        self.handle.submit(f)
-    }
-
-    /// Runs every task on the FIFO fast path and waits for all of them; results come back in
-    /// the tasks' order. The same contract as
-    /// [`SingleThreadExecutor::invoke_all`](crate::executors::SingleThreadExecutor::invoke_all)
-    /// (on this executor's own worker thread: [`TaskError::WouldDeadlock`] for each task).
-    pub fn invoke_all<F, R>(&self, tasks: Vec<F>) -> Vec<Result<R, TaskError>>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        self.handle.invoke_all(tasks)
-    }
-
-    /// Runs the tasks on the FIFO fast path and returns the value of the first that succeeds;
-    /// the tasks after it are skipped. The same contract as
-    /// [`SingleThreadExecutor::invoke_any`](crate::executors::SingleThreadExecutor::invoke_any).
-    ///
-    /// # Errors
-    ///
-    /// [`InvokeAnyError::NoTasks`] for an empty list; [`InvokeAnyError::AllFailed`] with each
-    /// task's failure, in order, when none succeeded.
-    pub fn invoke_any<F, R, E>(&self, tasks: Vec<F>) -> Result<R, InvokeAnyError<E>>
-    where
-        F: FnOnce() -> Result<R, E> + Send + 'static,
-        R: Send + 'static,
-        E: Send + 'static,
-    {
-        self.handle.invoke_any(tasks)
     }
 
     /// Runs `f` once, `delay` from now (not before). The handle cancels it or joins its value.
@@ -317,46 +197,6 @@ impl ScheduledExecutor {
         }
     }
 
-    /// Starts a graceful shutdown: new tasks are rejected; queued immediate tasks still run;
-    /// armed one-shot timers still run at their deadlines; periodic timers are cancelled (their
-    /// handles report [`TaskError::Cancelled`](crate::executors::TaskError::Cancelled)). The
-    /// worker exits when nothing is left. Idempotent; does not wait (see
-    /// [`await_termination`](Self::await_termination)).
-    pub fn shutdown(&self) {
-        self.handle.shutdown();
-    }
-
-    /// Stops at once: new tasks are rejected, and every task not yet started comes back —
-    /// immediate tasks oldest first, then one-shot timers earliest first, whatever their
-    /// deadlines. Periodic timers are cancelled instead. The task running now (if any)
-    /// finishes. Running a returned timer task runs it (and completes its handle); dropping it
-    /// cancels it.
-    pub fn shutdown_now(&self) -> Vec<Task> {
-        self.handle.shutdown_now()
-    }
-
-    /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
-    pub fn is_shutdown(&self) -> bool {
-        self.handle.is_shutdown()
-    }
-
-    /// Whether the executor is shut down and its worker has exited (or never started).
-    pub fn is_terminated(&self) -> bool {
-        self.handle.is_terminated()
-    }
-
-    /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
-    /// own worker thread it returns at once.
-    pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.handle.await_termination(timeout)
-    }
-
-    /// Live entries: immediate tasks not yet started plus armed timers. A cancelled timer is
-    /// removed at once and not counted.
-    pub fn pending_tasks(&self) -> usize {
-        self.core().pending_tasks()
-    }
-
     /// Armed timers (delayed or periodic, waiting for their deadline).
     pub fn armed_timers(&self) -> usize {
         self.core().armed_timers()
@@ -367,26 +207,6 @@ impl ScheduledExecutor {
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()
     }
-
-    /// Immediate-task slots allocated now (each slot is four machine words).
-    pub fn queue_capacity(&self) -> usize {
-        self.core().queue_capacity()
-    }
-
-    /// How many times a producer had to wake the parked worker (a diagnostic).
-    pub fn worker_wakeups(&self) -> u64 {
-        self.core().wakeups()
-    }
-
-    /// Whether dropping the last clone shuts the executor down without a warning.
-    pub fn auto_shutdown_on_drop(&self) -> bool {
-        self.handle.auto_shutdown_on_drop
-    }
-
-    /// The worker thread's name once started, else `scheduled-executor#<id>`.
-    pub fn name(&self) -> String {
-        self.core().name()
-    }
 }
 
 /// Unwraps the executor's job wrapper from a rejected task, handing the caller's closure back.
@@ -396,14 +216,4 @@ fn unwrap_rejected<J, F>(
 ) -> RejectedExecution<F> {
     let (job, reason) = rejected.into_parts();
     RejectedExecution::new(unwrap(job), reason)
-}
-
-impl fmt::Debug for ScheduledExecutor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScheduledExecutor")
-            .field("name", &self.name())
-            .field("state", &self.handle.state_name())
-            .field("pending_tasks", &self.pending_tasks())
-            .finish()
-    }
 }

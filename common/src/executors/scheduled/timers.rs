@@ -13,6 +13,7 @@ use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::sync::{spin_until, Arc, AtomicBool, CachePadded, Mutex, Ordering};
 use std::collections::VecDeque;
+use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -23,8 +24,10 @@ const TIMER_SPIN: Duration = Duration::from_micros(10);
 /// The scheduled executor's core.
 pub(crate) type ScheduledCore = ExecutorCore<Timers>;
 
-/// The lock-free half of the timers (the wheel itself is under the queue lock).
-pub(crate) struct Timers {
+/// The kind of [`ScheduledExecutor`](crate::executors::ScheduledExecutor): its worker fires
+/// the timers that fall due between (and within) batches. Internally: the lock-free half of the
+/// timers (the wheel itself is under the queue lock).
+pub struct Timers {
     /// The timers that were due when the worker last took work, earliest first; they run
     /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
     /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
@@ -49,6 +52,11 @@ pub(crate) struct Timers {
     /// The timer wheel's origin (`TimerWheel::origin`), to read `next_due` against the clock.
     origin: Instant,
 }
+
+/// Timers taken out under the queue lock — periodic timers cancelled at shutdown, or the
+/// leftovers of a dropped core — to finish (drop their closures) without it.
+#[derive(Default)]
+pub struct Detached(Vec<std::sync::Arc<dyn Timer>>);
 
 /// A one-shot timer handed back by `shutdown_now`, as a [`Task`](crate::executors::Task).
 ///
@@ -78,6 +86,12 @@ impl Drop for Fire {
 pub(crate) fn cancel_detached(entry: &dyn Timer) {
     if entry.header().try_cancel(entry.is_periodic()) {
         entry.finish_cancel();
+    }
+}
+
+impl fmt::Debug for Timers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Timers")
     }
 }
 
@@ -180,11 +194,13 @@ impl Timers {
     }
 }
 
+// The sealed trait's hooks speak of crate-private types (see `BetweenBatches`).
+#[allow(private_interfaces)]
 impl BetweenBatches for Timers {
     type Locked = TimerWheel;
-    /// Periodic timers cancelled at shutdown, or leftovers of a dropped core.
-    type Detached = Vec<std::sync::Arc<dyn Timer>>;
+    type Detached = Detached;
     const KIND: &'static str = "scheduled-executor";
+    const TYPE_NAME: &'static str = "ScheduledExecutor";
 
     fn new() -> (Self, TimerWheel) {
         let wheel = TimerWheel::new();
@@ -316,7 +332,7 @@ impl BetweenBatches for Timers {
             let cancelled = entry.header().try_cancel(true);
             debug_assert!(cancelled, "an armed entry is SCHEDULED");
         }
-        periodic
+        Detached(periodic)
     }
 
     /// One-shot timers come back as tasks that fire them (after the immediate tasks: those
@@ -342,11 +358,11 @@ impl BetweenBatches for Timers {
                 }));
             }
         }
-        periodic
+        Detached(periodic)
     }
 
-    fn finish_cancelled(lifecycle: &WorkerLifecycle, periodic: Self::Detached) {
-        for entry in periodic {
+    fn finish_cancelled(lifecycle: &WorkerLifecycle, periodic: Detached) {
+        for entry in periodic.0 {
             // Drops the closure: user code, guarded so one panicking capture neither leaves
             // the other handles waiting nor unwinds out of a `Drop` that called this.
             lifecycle.guarded(|| entry.finish_cancel());
@@ -356,11 +372,11 @@ impl BetweenBatches for Timers {
     /// Leftover timers are unreachable in a correct run (the worker exits only once the wheel
     /// is empty, and `shutdown_now` empties it), but a handle must never wait forever.
     fn take_leftovers(&self, wheel: &mut TimerWheel) -> Self::Detached {
-        self.take_all(wheel)
+        Detached(self.take_all(wheel))
     }
 
-    fn cancel_leftovers(lifecycle: &WorkerLifecycle, leftovers: Self::Detached) {
-        for entry in leftovers {
+    fn cancel_leftovers(lifecycle: &WorkerLifecycle, leftovers: Detached) {
+        for entry in leftovers.0 {
             lifecycle.guarded(|| cancel_detached(&*entry));
         }
     }
