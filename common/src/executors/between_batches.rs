@@ -30,6 +30,8 @@ pub trait BetweenBatches: Sized + Send + Sync + 'static {
     const KIND: &'static str;
     /// The public type's name, for `Debug`.
     const TYPE_NAME: &'static str;
+    /// The pool name of the thread factory a builder uses when given none.
+    const DEFAULT_POOL_NAME: &'static str;
 
     /// The lock-free half and the locked half.
     fn new() -> (Self, Self::Locked);
@@ -95,7 +97,7 @@ pub trait BetweenBatches: Sized + Send + Sync + 'static {
 
     /// At `shutdown`, under the queue lock: takes out what a graceful shutdown stops (periodic
     /// timers), for [`finish_cancelled`](Self::finish_cancelled).
-    fn on_shutdown(&self, _locked: &mut Self::Locked) -> Self::Detached {
+    fn on_shutdown(_core: &ExecutorCore<Self>, _locked: &mut Self::Locked) -> Self::Detached {
         Self::Detached::default()
     }
 
@@ -133,6 +135,7 @@ impl BetweenBatches for NoTimers {
     type Detached = ();
     const KIND: &'static str = "single-thread-executor";
     const TYPE_NAME: &'static str = "SingleThreadExecutor";
+    const DEFAULT_POOL_NAME: &'static str = crate::executors::DEFAULT_POOL_NAME;
 
     fn new() -> (Self, ()) {
         (NoTimers, ())

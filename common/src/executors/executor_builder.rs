@@ -4,9 +4,10 @@
 use crate::collections::ring::MIN_TRIM_CAPACITY;
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::ExecutorCore;
-use crate::executors::pulsar_executors::{DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME};
+use crate::executors::pulsar_executors::DEFAULT_IDLE_TRIM_AFTER;
 use crate::executors::scheduled::ScheduledExecutor;
 use crate::executors::single_thread_executor::SingleThreadExecutor;
+use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::{NamedThreadFactory, ThreadFactory};
 use std::fmt;
 use std::marker::PhantomData;
@@ -69,7 +70,8 @@ impl<E> ExecutorBuilder<E> {
     }
 
     /// The factory that makes the worker thread (default: a [`NamedThreadFactory`] for
-    /// [`DEFAULT_POOL_NAME`], or [`DEFAULT_SCHEDULED_POOL_NAME`] for a scheduled executor).
+    /// [`DEFAULT_POOL_NAME`](crate::executors::DEFAULT_POOL_NAME), or
+    /// [`DEFAULT_SCHEDULED_POOL_NAME`] for a scheduled executor).
     pub fn thread_factory(mut self, factory: impl ThreadFactory) -> Self {
         self.factory = Some(Arc::new(factory));
         self
@@ -98,15 +100,6 @@ impl<E> ExecutorBuilder<E> {
         self.idle_trim_after = idle;
         self
     }
-
-    /// The core these settings describe, and the drop policy.
-    fn core<B: BetweenBatches>(self, default_pool: &str) -> (ExecutorCore<B>, bool) {
-        let factory = self
-            .factory
-            .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(default_pool)));
-        let core = ExecutorCore::new(factory, self.initial_capacity, self.idle_trim_after);
-        (core, self.auto_shutdown_on_drop)
-    }
 }
 
 impl<E> Default for ExecutorBuilder<E> {
@@ -115,19 +108,14 @@ impl<E> Default for ExecutorBuilder<E> {
     }
 }
 
-impl ExecutorBuilder<SingleThreadExecutor> {
-    /// Builds the executor. No thread starts until the first task is accepted.
-    pub fn build(self) -> SingleThreadExecutor {
-        let (core, auto_shutdown_on_drop) = self.core(DEFAULT_POOL_NAME);
-        SingleThreadExecutor::from_core(core, auto_shutdown_on_drop)
-    }
-}
-
-impl ExecutorBuilder<ScheduledExecutor> {
-    /// Builds the executor. No thread starts until the first task or timer is accepted.
-    pub fn build(self) -> ScheduledExecutor {
-        let (core, auto_shutdown_on_drop) = self.core(DEFAULT_SCHEDULED_POOL_NAME);
-        ScheduledExecutor::from_core(core, auto_shutdown_on_drop)
+impl<K: BetweenBatches> ExecutorBuilder<SingleWorkerExecutor<K>> {
+    /// Builds the executor. No thread starts until the first task (or timer) is accepted.
+    pub fn build(self) -> SingleWorkerExecutor<K> {
+        let factory = self
+            .factory
+            .unwrap_or_else(|| Arc::new(NamedThreadFactory::new(K::DEFAULT_POOL_NAME)));
+        let core = ExecutorCore::new(factory, self.initial_capacity, self.idle_trim_after);
+        SingleWorkerExecutor::from_core(core, self.auto_shutdown_on_drop)
     }
 }
 

@@ -8,6 +8,8 @@
 
 use crate::collections::ring::Ring;
 use crate::executors::between_batches::BetweenBatches;
+use crate::executors::executor_counters::{self, EventCounters, WorkerCounters};
+use crate::executors::executor_stats::ExecutorStats;
 use crate::executors::raw_task::RawTask;
 use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
@@ -16,6 +18,7 @@ use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -62,11 +65,41 @@ pub(crate) struct QueueState<L> {
     pub(crate) between: L,
 }
 
+/// The queue lock and, on the same cache line, the count of tasks it admitted.
+#[repr(C)] // `submitted` first: with the lock word and the ring, on the producers' line
+pub(crate) struct Producers<L> {
+    /// Tasks (and timers, and re-arms of periodic timers) accepted: written under `state`'s
+    /// lock with a plain load and store (the lock orders the writers), read by `stats`
+    /// without it.
+    submitted: AtomicU64,
+    state: Mutex<QueueState<L>>,
+}
+
+impl<L> Producers<L> {
+    /// Counts `count` accepted tasks. Caller holds the lock (`_held` proves it).
+    #[inline]
+    pub(crate) fn count_submitted(&self, _held: &mut QueueState<L>, count: usize) {
+        let submitted = self.submitted.load(std::sync::atomic::Ordering::Relaxed);
+        self.submitted.store(
+            submitted + count as u64,
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+}
+
+impl<L> Deref for Producers<L> {
+    type Target = Mutex<QueueState<L>>;
+
+    fn deref(&self) -> &Mutex<QueueState<L>> {
+        &self.state
+    }
+}
+
 /// The executor itself; the executor's handles and its worker thread share it.
 pub(crate) struct ExecutorCore<B: BetweenBatches> {
     /// The ring producers push to, and the run state. Its cache line is the producers':
     /// nothing the worker polls shares it.
-    pub(crate) queue: CachePadded<Mutex<QueueState<B::Locked>>>,
+    pub(crate) queue: CachePadded<Producers<B::Locked>>,
     /// The tasks the worker swapped out of `queue` in one go and runs one at a time. Each is
     /// claimed with one atomic increment before it runs, which makes `shutdown_now` exact: a
     /// task is either claimed by the worker (and runs) or stolen by `shutdown_now`.
@@ -81,8 +114,10 @@ pub(crate) struct ExecutorCore<B: BetweenBatches> {
     pub(crate) lifecycle: WorkerLifecycle,
     /// After this long without work the parked worker trims its queues; `None`: never.
     pub(crate) idle_trim_after: Option<Duration>,
-    /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
-    wakeups: AtomicU64,
+    /// The worker's counters (tasks run, panics, busy time), on a line of their own.
+    pub(crate) worker_counters: CachePadded<WorkerCounters>,
+    /// Rare events: rejections, tasks handed back, timers cancelled, wake-ups, capacity.
+    pub(crate) events: EventCounters,
     /// The lock-free half of what the worker does between batches (timer hints, due list).
     pub(crate) between: B,
 }
@@ -94,20 +129,29 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         idle_trim_after: Option<Duration>,
     ) -> Self {
         let (between, locked) = B::new();
+        let ring = Ring::with_capacity(initial_capacity);
+        let events = EventCounters::default();
+        events
+            .capacity
+            .store(ring.capacity(), std::sync::atomic::Ordering::Relaxed);
         Self {
-            queue: CachePadded::new(Mutex::new(QueueState {
-                ring: Ring::with_capacity(initial_capacity),
-                run: RUNNING,
-                worker: WorkerState::NotStarted,
-                worker_parked: false,
-                between: locked,
-            })),
+            queue: CachePadded::new(Producers {
+                submitted: AtomicU64::new(0),
+                state: Mutex::new(QueueState {
+                    ring,
+                    run: RUNNING,
+                    worker: WorkerState::NotStarted,
+                    worker_parked: false,
+                    between: locked,
+                }),
+            }),
             batch: CachePadded::new(TaskBatch::new()),
             work_available: Condvar::new(),
             has_work: CachePadded::new(AtomicBool::new(false)),
             lifecycle: WorkerLifecycle::new(factory, B::KIND, RUNNING),
             idle_trim_after,
-            wakeups: AtomicU64::new(0),
+            worker_counters: CachePadded::new(WorkerCounters::default()),
+            events,
             between,
         }
     }
@@ -151,7 +195,20 @@ impl<B: BetweenBatches> ExecutorCore<B> {
 
     /// How many times a producer had to wake the parked worker.
     pub(crate) fn wakeups(&self) -> u64 {
-        self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
+        self.events
+            .wakeups
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A snapshot of the counters, without the queue lock.
+    pub(crate) fn stats(&self) -> ExecutorStats {
+        executor_counters::snapshot(&self.worker_counters, &self.events, &self.queue.submitted)
+    }
+
+    /// Counts `count` refused tasks.
+    #[cold]
+    pub(crate) fn count_rejected(&self, count: usize) {
+        EventCounters::add(&self.events.rejected, count);
     }
 
     // ---- admission -----------------------------------------------------------------------
@@ -185,9 +242,13 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
         let mut queue = match Self::admit(this) {
             Ok(queue) => queue,
-            Err(reason) => return Err((task, reason)),
+            Err(reason) => {
+                this.count_rejected(1);
+                return Err((task, reason));
+            }
         };
         queue.ring.push_back(ManuallyDrop::new(task));
+        this.queue.count_submitted(&mut queue, 1);
         this.announce(queue, 1);
         Ok(())
     }
@@ -205,11 +266,12 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         if tasks.is_empty() {
             return Ok(());
         }
-        let mut queue = Self::admit(this)?;
         let count = tasks.len();
+        let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(count))?;
         queue
             .ring
             .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
+        this.queue.count_submitted(&mut queue, count);
         this.announce(queue, count);
         Ok(())
     }
@@ -230,8 +292,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
 
     /// Wakes the parked worker (the caller took `worker_parked` under the lock).
     pub(crate) fn wake_worker(&self) {
-        self.wakeups
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        EventCounters::add(&self.events.wakeups, 1);
         self.work_available.notify_one();
     }
 
@@ -289,7 +350,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         if queue.run == RUNNING {
             this.lifecycle.set_run(&mut queue.run, SHUTDOWN);
         }
-        let cancelled = this.between.on_shutdown(&mut queue.between);
+        let cancelled = B::on_shutdown(this, &mut queue.between);
         let restart = queue.worker == WorkerState::NotStarted
             && (!queue.ring.is_empty() || B::has_pending(&queue.between));
         this.terminate_if_workerless(&mut queue);
@@ -333,6 +394,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             taken.push(ManuallyDrop::into_inner(slot));
         }
         let cancelled = B::on_shutdown_now(this, &mut queue.between, &mut taken);
+        EventCounters::add(&this.events.returned, taken.len());
         this.has_work.store(false, Ordering::Release);
         this.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);

@@ -8,6 +8,8 @@
 //!   turned into a failed thread start.
 //! - [`SingleWorkerExecutor`]: the one executor type behind both kinds —
 //!   [`SingleThreadExecutor`] (kind [`NoTimers`]) and [`ScheduledExecutor`] (kind [`Timers`]).
+//! - [`Executor`]: what every executor offers (both kinds implement it; groups hold any).
+//! - [`ExecutorStats`]: a lock-free snapshot of an executor's counters.
 //! - [`TaskHandle`] / [`TaskError`]: the result of a submitted task.
 //! - [`Task`]: a queued task handed back by `shutdown_now`.
 //! - [`RejectedExecution`] / [`RejectReason`]: a refused task, handed back.
@@ -17,10 +19,13 @@
 //! storage and its safety argument, trim policy) is described in `README.md` beside this file.
 
 mod between_batches;
+mod executor;
 mod executor_builder;
 mod executor_core;
+mod executor_counters;
 mod executor_group;
 mod executor_handle;
+mod executor_stats;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;
@@ -41,11 +46,13 @@ mod worker_loop;
 mod loom_tests;
 
 pub use between_batches::NoTimers;
+pub use executor::Executor;
 pub use executor_builder::{
     ExecutorBuilder, ScheduledExecutorBuilder, SingleThreadExecutorBuilder,
     DEFAULT_SCHEDULED_POOL_NAME,
 };
-pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder, GroupMember};
+pub use executor_group::{ExecutorGroup, ExecutorGroupBuilder};
+pub use executor_stats::ExecutorStats;
 pub use invoke_any::{InvokeAnyError, InvokeFailure};
 pub use pulsar_executors::{PulsarExecutors, DEFAULT_IDLE_TRIM_AFTER, DEFAULT_POOL_NAME};
 pub use rejected::{RejectReason, RejectedExecution};

@@ -9,8 +9,9 @@
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, RUNNING, TERMINATED};
 use crate::executors::executor_handle::ExecutorHandle;
+use crate::executors::executor_stats::ExecutorStats;
 use crate::executors::invoke_any::{InvokeAnyError, InvokeFailure};
-use crate::executors::raw_task::{Job, RawTask};
+use crate::executors::raw_task::{Job, JobOutcome, RawTask};
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::staging;
 use crate::executors::task::Task;
@@ -53,7 +54,7 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    fn run(self) {
+    fn run(self) -> JobOutcome {
         self.completer.run(self.f)
     }
 }
@@ -296,6 +297,27 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
     /// a wake-up call only when the worker is parked, never while it is awake).
     pub fn worker_wakeups(&self) -> u64 {
         self.core().wakeups()
+    }
+
+    /// A snapshot of the executor's counters, taken without the queue lock (a few atomic
+    /// loads): see [`ExecutorStats`] for what each counts. Exact once the executor is idle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::ScheduledExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let executor = ScheduledExecutor::builder().pool_name("stats").build();
+    /// executor.submit(|| ()).unwrap().join().unwrap();
+    /// executor.schedule(Duration::from_millis(1), || ()).unwrap().join().unwrap();
+    /// executor.shutdown();
+    /// assert!(executor.await_termination(Duration::from_secs(10)));
+    /// let stats = executor.stats();
+    /// assert_eq!((stats.submitted, stats.completed, stats.pending), (2, 2, 0));
+    /// ```
+    pub fn stats(&self) -> ExecutorStats {
+        self.core().stats()
     }
 
     /// Whether dropping the last clone shuts the executor down without a warning.

@@ -1,5 +1,6 @@
 //! `TaskHandle`: the result of a submitted task, to join (blocking) or to await.
 
+use crate::executors::raw_task::JobOutcome;
 use crate::executors::task_error::TaskError;
 use crate::executors::worker_lifecycle::is_worker_of;
 use parking_lot::{Condvar, Mutex};
@@ -47,10 +48,16 @@ pub(crate) struct Completer<R> {
 }
 
 impl<R> Completer<R> {
-    /// Runs `f`, catching a panic, and completes the handle with the outcome.
-    pub(crate) fn run<F: FnOnce() -> R>(self, f: F) {
+    /// Runs `f`, catching a panic, and completes the handle with the outcome. Returns whether
+    /// `f` panicked, for the executor's statistics.
+    pub(crate) fn run<F: FnOnce() -> R>(self, f: F) -> JobOutcome {
         let outcome = panic::catch_unwind(AssertUnwindSafe(f)).map_err(TaskError::Panicked);
+        let ran = match outcome {
+            Ok(_) => JobOutcome::Completed,
+            Err(_) => JobOutcome::Panicked,
+        };
         self.complete(outcome);
+        ran
     }
 
     pub(crate) fn complete(mut self, outcome: Result<R, TaskError>) {

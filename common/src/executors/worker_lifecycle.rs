@@ -3,7 +3,7 @@
 //! and the bounded idle spin: the parts of `ExecutorCore` that do not depend on its queue.
 
 use crate::executors::executor_core::TERMINATED;
-use crate::executors::raw_task::RawTask;
+use crate::executors::raw_task::{JobOutcome, RawTask};
 use crate::executors::thread_factory::ThreadFactory;
 #[cfg(not(loom))]
 use crate::executors::thread_factory::ThreadFactoryPanicked;
@@ -231,11 +231,16 @@ impl WorkerLifecycle {
         Some(WorkerGuard { previous })
     }
 
-    /// Runs a task at the one panic boundary: a panic goes to the factory's hook.
+    /// Runs a task at the one panic boundary: a panic goes to the factory's hook. Returns how
+    /// the task ended (a submitted task catches its own panic and says so).
     #[inline]
-    pub(crate) fn run_task(&self, task: RawTask) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-            self.report_panic(payload);
+    pub(crate) fn run_task(&self, task: RawTask) -> JobOutcome {
+        match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+            Ok(outcome) => outcome,
+            Err(payload) => {
+                self.report_panic(payload);
+                JobOutcome::Panicked
+            }
         }
     }
 

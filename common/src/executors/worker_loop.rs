@@ -36,13 +36,15 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// `B`'s work after each task and after the batch.
     #[inline]
     fn run_batch(this: &Arc<Self>) {
+        let start = Instant::now();
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
         while let Some(task) = unsafe { this.batch.claim() } {
-            this.lifecycle.run_task(task);
+            this.worker_counters.record(this.lifecycle.run_task(task));
             B::after_task(this);
         }
         B::after_batch(this);
+        this.worker_counters.add_busy(start);
     }
 
     /// Moves what is ready into the (empty) batch: the queued tasks, then what `B` takes
@@ -55,6 +57,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             // claim loop ended before this).
             unsafe { self.batch.refill(&mut queue.ring) };
             self.has_work.store(false, Ordering::Release);
+            self.note_capacity(queue);
         }
         B::take_ready(self, queue, took_tasks)
     }
@@ -133,9 +136,19 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         // batch exhausted.
         let batch = unsafe { self.batch.release() };
         let freed = queue.ring.trim() + batch + self.between.trim_idle(&mut queue.between);
+        self.note_capacity(queue);
         if freed > 0 {
             tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queues");
         }
+    }
+
+    /// Records the slots allocated now for `stats`. Caller holds the queue lock.
+    fn note_capacity(&self, queue: &QueueState<B::Locked>) {
+        // SAFETY: the queue lock is held.
+        let capacity = queue.ring.capacity() + unsafe { self.batch.capacity() };
+        self.events
+            .capacity
+            .store(capacity, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The idle spin, through `B` (the one call the worker makes to spin).

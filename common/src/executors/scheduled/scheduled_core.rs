@@ -5,8 +5,9 @@
 //! The protocol (lock order, cancel vs fire) is described in `README.md` beside this file.
 
 use crate::executors::executor_core::RUNNING;
+use crate::executors::executor_counters::EventCounters;
 use crate::executors::rejected::RejectReason;
-use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
 use crate::executors::scheduled::timers::{cancel_detached, ScheduledCore};
 use crate::sync::{Arc, Ordering};
 use std::time::Instant;
@@ -22,8 +23,9 @@ impl ScheduledCore {
         deadline: Instant,
         entry: std::sync::Arc<dyn Timer>,
     ) -> Result<(), RejectReason> {
-        let mut queue = Self::admit(this)?;
+        let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(1))?;
         let earliest = queue.between.push(deadline, entry);
+        this.queue.count_submitted(&mut queue, 1);
         this.between.armed.store(true, Ordering::Relaxed);
         if earliest {
             this.between.set_next_due(deadline);
@@ -61,6 +63,9 @@ impl ScheduledCore {
         };
         if let Some(removed) = &removed {
             removed.header().set_heap_index(NOT_IN_HEAP);
+            // Counted only when it was still waiting: a running entry counts as completed, one
+            // handed back by `shutdown_now` as returned.
+            EventCounters::add(&self.events.cancelled, 1);
         }
         // A shut-down worker sleeping until this timer's deadline may now be free to exit.
         let wake = queue.run != RUNNING
@@ -94,18 +99,25 @@ impl ScheduledCore {
             if queue.between.push(deadline, entry) {
                 this.between.set_next_due(deadline);
             }
+            // Java counts each run of a periodic task as a task: its next run is submitted.
+            this.queue.count_submitted(&mut queue, 1);
             this.between.armed.store(true, Ordering::Relaxed);
         }
     }
 
     /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even
     /// one that was already due.
-    pub(crate) fn fire(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) {
+    /// Returns what it did ([`Fired::Skipped`] for a periodic timer stopped by shutdown).
+    pub(crate) fn fire(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) -> Fired {
         if entry.is_periodic() && this.run_state() != RUNNING {
             cancel_detached(&*entry);
-        } else if entry.fire() {
+            return Fired::Skipped;
+        }
+        let fired = entry.fire();
+        if fired == Fired::Again {
             Self::rearm(this, entry);
         }
+        fired
     }
 
     /// Armed timers.

@@ -7,8 +7,9 @@
 
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState};
-use crate::executors::raw_task::{Job, RawTask};
-use crate::executors::scheduled::timer_entry::{Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::executor_counters::EventCounters;
+use crate::executors::raw_task::{Job, JobOutcome, RawTask};
+use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::sync::{spin_until, Arc, AtomicBool, CachePadded, Mutex, Ordering};
@@ -68,9 +69,12 @@ struct Fire {
 }
 
 impl Job for Fire {
-    fn run(mut self) {
+    fn run(mut self) -> JobOutcome {
         let entry = self.entry.take().expect("a Fire runs once");
-        ScheduledCore::fire(&self.core, entry);
+        match ScheduledCore::fire(&self.core, entry) {
+            Fired::Panicked => JobOutcome::Panicked,
+            Fired::Done | Fired::Again | Fired::Skipped => JobOutcome::Completed,
+        }
     }
 }
 
@@ -179,9 +183,20 @@ impl Timers {
             // User panics are caught inside `fire`; this catches one from a closure's `Drop`,
             // at the same boundary as a task's.
             let fired = panic::catch_unwind(AssertUnwindSafe(|| ScheduledCore::fire(core, entry)));
-            if let Err(payload) = fired {
-                core.lifecycle.report_panic(payload);
-            }
+            let outcome = match fired {
+                Ok(Fired::Skipped) => {
+                    // Cancelled after the worker claimed it: it leaves without running.
+                    EventCounters::add(&core.events.cancelled, 1);
+                    continue;
+                }
+                Ok(Fired::Done | Fired::Again) => JobOutcome::Completed,
+                Ok(Fired::Panicked) => JobOutcome::Panicked,
+                Err(payload) => {
+                    core.lifecycle.report_panic(payload);
+                    JobOutcome::Panicked
+                }
+            };
+            core.worker_counters.record(outcome);
         }
     }
 
@@ -201,6 +216,7 @@ impl BetweenBatches for Timers {
     type Detached = Detached;
     const KIND: &'static str = "scheduled-executor";
     const TYPE_NAME: &'static str = "ScheduledExecutor";
+    const DEFAULT_POOL_NAME: &'static str = crate::executors::DEFAULT_SCHEDULED_POOL_NAME;
 
     fn new() -> (Self, TimerWheel) {
         let wheel = TimerWheel::new();
@@ -315,10 +331,10 @@ impl BetweenBatches for Timers {
 
     /// Periodic timers stop at shutdown (Java's default): taken out of the wheel and the due
     /// list, and moved to `CANCELLED`; one-shot timers stay and still run.
-    fn on_shutdown(&self, wheel: &mut TimerWheel) -> Self::Detached {
+    fn on_shutdown(core: &ScheduledCore, wheel: &mut TimerWheel) -> Self::Detached {
         let mut periodic = wheel.extract(|entry| entry.is_periodic());
         {
-            let mut due = self.due.lock();
+            let mut due = core.between.due.lock();
             for entry in std::mem::take(&mut *due) {
                 if entry.is_periodic() {
                     entry.header().set_heap_index(NOT_IN_HEAP);
@@ -332,6 +348,7 @@ impl BetweenBatches for Timers {
             let cancelled = entry.header().try_cancel(true);
             debug_assert!(cancelled, "an armed entry is SCHEDULED");
         }
+        EventCounters::add(&core.events.cancelled, periodic.len());
         Detached(periodic)
     }
 
@@ -358,6 +375,7 @@ impl BetweenBatches for Timers {
                 }));
             }
         }
+        EventCounters::add(&core.events.cancelled, periodic.len());
         Detached(periodic)
     }
 

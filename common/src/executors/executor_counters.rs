@@ -1,0 +1,100 @@
+//! The counters behind `ExecutorStats`, split by who writes them so that the per-task path
+//! costs one uncontended store: the worker's own (`WorkerCounters`), and the rare events'
+//! (`EventCounters`). The producers' count of accepted tasks sits beside the queue lock
+//! (`executor_core::Producers`).
+//!
+//! # Memory ordering
+//!
+//! The counters order nothing in the executor's protocol (they are plain `std` atomics, not
+//! modelled by loom). `stats` reads `completed` with `Acquire` before `submitted`: the worker
+//! stores `completed` with `Release` after running a task it took under the queue lock, after
+//! the producer counted it there, so a snapshot never shows a task completed but not
+//! submitted.
+
+use crate::executors::executor_stats::ExecutorStats;
+use crate::executors::raw_task::JobOutcome;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Written by the worker thread only (plain load + store, no read-modify-write), read by
+/// `stats` from any thread.
+#[derive(Default)]
+pub(crate) struct WorkerCounters {
+    /// Tasks run (returned or panicked).
+    completed: AtomicU64,
+    /// Tasks that panicked.
+    panicked: AtomicU64,
+    /// Nanoseconds spent in batches.
+    busy_nanos: AtomicU64,
+}
+
+impl WorkerCounters {
+    /// Counts one task run by the worker. Worker thread only.
+    #[inline]
+    pub(crate) fn record(&self, outcome: JobOutcome) {
+        if outcome == JobOutcome::Panicked {
+            let panicked = self.panicked.load(Ordering::Relaxed);
+            self.panicked.store(panicked + 1, Ordering::Relaxed);
+        }
+        let completed = self.completed.load(Ordering::Relaxed);
+        self.completed.store(completed + 1, Ordering::Release);
+    }
+
+    /// Adds the time since `start` to the busy time. Worker thread only.
+    #[inline]
+    pub(crate) fn add_busy(&self, start: Instant) {
+        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let busy = self.busy_nanos.load(Ordering::Relaxed);
+        self.busy_nanos
+            .store(busy.saturating_add(nanos), Ordering::Relaxed);
+    }
+}
+
+/// Rare events, counted by whoever sees them (read-modify-writes: never on the per-task path).
+#[derive(Default)]
+pub(crate) struct EventCounters {
+    /// Tasks refused.
+    pub(crate) rejected: AtomicU64,
+    /// Tasks handed back by `shutdown_now`.
+    pub(crate) returned: AtomicU64,
+    /// Accepted timers that left without running (cancelled, or stopped at shutdown).
+    pub(crate) cancelled: AtomicU64,
+    /// Wake-up calls producers made to the parked worker.
+    pub(crate) wakeups: AtomicU64,
+    /// Task slots allocated, as of the worker's last refill or trim (written under the queue
+    /// lock).
+    pub(crate) capacity: AtomicUsize,
+}
+
+impl EventCounters {
+    /// Adds `count` to `counter`.
+    #[inline]
+    pub(crate) fn add(counter: &AtomicU64, count: usize) {
+        counter.fetch_add(count as u64, Ordering::Release);
+    }
+}
+
+/// The snapshot: the worker's counters first (`Acquire`), then the events', then `submitted`.
+pub(crate) fn snapshot(
+    worker: &WorkerCounters,
+    events: &EventCounters,
+    submitted: &AtomicU64,
+) -> ExecutorStats {
+    let completed = worker.completed.load(Ordering::Acquire);
+    let panicked = worker.panicked.load(Ordering::Relaxed);
+    let busy = Duration::from_nanos(worker.busy_nanos.load(Ordering::Relaxed));
+    let returned = events.returned.load(Ordering::Acquire);
+    let cancelled = events.cancelled.load(Ordering::Acquire);
+    let submitted = submitted.load(Ordering::Acquire);
+    let finished = completed.saturating_add(returned).saturating_add(cancelled);
+    ExecutorStats {
+        submitted,
+        completed,
+        panicked,
+        rejected: events.rejected.load(Ordering::Relaxed),
+        pending: submitted.saturating_sub(finished),
+        queue_capacity: events.capacity.load(Ordering::Relaxed),
+        worker_wakeups: events.wakeups.load(Ordering::Relaxed),
+        busy,
+    }
+}
