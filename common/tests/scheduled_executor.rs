@@ -125,6 +125,165 @@ fn a_thread_factory_that_fails_hands_back_the_task_or_timer_with_its_error() {
     );
 }
 
+// ---- the builder and the operations shared with the plain executor ----------------------
+
+#[test]
+fn the_builder_names_the_thread_after_the_pool_and_sets_the_initial_capacity() {
+    let executor = ScheduledExecutor::builder()
+        .pool_name("built-scheduled")
+        .initial_capacity(512)
+        .build();
+    assert_eq!(executor.queue_capacity(), 512);
+    assert!(executor.auto_shutdown_on_drop());
+    let thread = executor
+        .submit(|| thread::current().name().map(str::to_owned))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    assert!(thread.starts_with("built-scheduled-"), "{thread}");
+    assert_eq!(executor.name(), thread);
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn an_executor_built_without_a_factory_names_its_thread_after_the_default_scheduled_pool() {
+    let executor = ScheduledExecutor::builder().build();
+    let thread = executor
+        .submit(|| thread::current().name().map(str::to_owned))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    assert!(
+        thread.starts_with(pulsar_common::executors::DEFAULT_SCHEDULED_POOL_NAME),
+        "{thread}"
+    );
+    executor.shutdown();
+}
+
+#[test]
+fn auto_shutdown_off_and_dropped_without_shutdown_warns_naming_it_and_still_runs_queued_work() {
+    let factory = CountingFactory::new("forgetful-scheduler");
+    let executor = ScheduledExecutor::builder()
+        .thread_factory(Arc::clone(&factory))
+        .auto_shutdown_on_drop(false)
+        .build();
+    assert!(!executor.auto_shutdown_on_drop());
+    let release = block_worker(&executor);
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..5 {
+        let ran = Arc::clone(&ran);
+        executor
+            .execute(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    let timer = executor.schedule(Duration::ZERO, || 7).unwrap();
+    let name = executor.name();
+    let ((), warnings) = support::capture_warnings(|| drop(executor));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains(&name), "{warnings:?}");
+    release.send(()).unwrap();
+    assert_eq!(
+        timer.join().unwrap(),
+        7,
+        "an armed one-shot timer still runs"
+    );
+    factory.wait_finished(1, LONG);
+    assert_eq!(ran.load(Ordering::SeqCst), 5, "queued tasks were not lost");
+}
+
+#[test]
+fn auto_shutdown_on_drops_without_a_warning() {
+    let executor = ScheduledExecutor::builder()
+        .pool_name("tidy-scheduler")
+        .build();
+    executor.submit(|| ()).unwrap().join().unwrap();
+    let ((), warnings) = support::capture_warnings(|| drop(executor));
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn the_idle_trim_period_comes_from_the_builder() {
+    let executor = ScheduledExecutor::builder()
+        .idle_trim_after(Some(Duration::from_millis(20)))
+        .build();
+    let release = block_worker(&executor);
+    let latch = Latch::new(10_000);
+    for _ in 0..10_000 {
+        let latch = Arc::clone(&latch);
+        executor.execute(move || latch.count_down()).unwrap();
+    }
+    assert!(executor.queue_capacity() >= 10_000);
+    release.send(()).unwrap();
+    latch.wait(LONG);
+    // The worker trims once it has been idle for 20 ms; wait for that (bounded), not a sleep.
+    let deadline = Instant::now() + LONG;
+    while executor.queue_capacity() > 64 && Instant::now() < deadline {
+        thread::yield_now();
+    }
+    assert!(
+        executor.queue_capacity() <= 64,
+        "{}",
+        executor.queue_capacity()
+    );
+    assert_eq!(executor.submit(|| 1).unwrap().join().unwrap(), 1);
+}
+
+#[test]
+fn submit_returns_the_value_and_reports_a_panic_to_the_handle_not_the_hook() {
+    let factory = CountingFactory::new("scheduled-submit");
+    let executor = executor_with(&factory);
+    assert_eq!(executor.submit(|| 17).unwrap().join().unwrap(), 17);
+    let failed = executor.submit(|| -> u32 { panic!("bad input") }).unwrap();
+    assert!(matches!(failed.join(), Err(TaskError::Panicked(_))));
+    drain(&executor);
+    assert_eq!(factory.panics(), 0);
+    executor.shutdown();
+    let refused = executor.submit(|| 1).unwrap_err();
+    assert!(matches!(refused.reason(), RejectReason::Shutdown));
+    assert_eq!(refused.into_task()(), 1, "the closure comes back");
+}
+
+#[test]
+fn invoke_all_and_invoke_any_take_the_fifo_path() {
+    let executor = executor("scheduled-invoke");
+    let all = executor.invoke_all(vec![|| 7, || 11]);
+    assert_eq!(
+        all.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [7, 11]
+    );
+    let tasks: Vec<Box<dyn FnOnce() -> Result<u32, &'static str> + Send>> = vec![
+        Box::new(|| Err("first fails")),
+        Box::new(|| Ok(13)),
+        Box::new(|| unreachable!("skipped after a success")),
+    ];
+    assert_eq!(executor.invoke_any(tasks).unwrap(), 13);
+    assert!(matches!(
+        executor.invoke_any(Vec::<fn() -> Result<(), ()>>::new()),
+        Err(pulsar_common::executors::InvokeAnyError::NoTasks)
+    ));
+    executor.shutdown();
+}
+
+#[test]
+fn invoke_all_on_the_executors_own_worker_refuses_at_once_instead_of_deadlocking() {
+    let executor = executor("scheduled-self-invoke");
+    let inner = executor.clone();
+    let outcome = executor
+        .submit(move || inner.invoke_all(vec![|| 1, || 2]))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(outcome
+        .iter()
+        .all(|result| matches!(result, Err(TaskError::WouldDeadlock))));
+    executor.shutdown();
+}
+
 // ---- the FIFO fast path -------------------------------------------------------------------
 
 #[test]
