@@ -15,7 +15,7 @@ use std::time::Duration;
 /// How long `shutdown_now` waits for the executors to terminate (Pulsar's 10 s).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// N [`SingleThreadExecutor`]s made by [`PulsarExecutors`] — Pulsar's `ExecutorProvider`, what a
+/// N [`SingleThreadExecutor`]s made by [`PulsarExecutors`](pulsar_common::executors::PulsarExecutors) — Pulsar's `ExecutorProvider`, what a
 /// client's internal and listener pools are.
 ///
 /// - **Lazy**: a provider that is never used starts no thread; each executor starts its one

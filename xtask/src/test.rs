@@ -157,6 +157,8 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "--test",
             "executor_group",
             "--test",
+            "executor_stats",
+            "--test",
             "pool_byte_buffer_list",
         ],
     ),

@@ -34,7 +34,7 @@ pub const DEFAULT_IDLE_TRIM_AFTER: Duration = Duration::from_secs(1);
 pub struct PulsarExecutors;
 
 impl PulsarExecutors {
-    /// An executor with a [`NamedThreadFactory`] for `pulsar-executor` and auto shutdown on.
+    /// An executor with a [`NamedThreadFactory`](crate::executors::NamedThreadFactory) for `pulsar-executor` and auto shutdown on.
     pub fn new_single_thread_executor() -> SingleThreadExecutor {
         Self::builder().build()
     }

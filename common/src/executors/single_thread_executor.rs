@@ -15,7 +15,7 @@ use crate::executors::single_worker_executor::SingleWorkerExecutor;
 ///   only after shutdown.
 /// - **Panics** never stop the executor: a panicking `execute`d task is reported to the thread
 ///   factory's [`on_task_panic`](crate::executors::ThreadFactory::on_task_panic); a
-///   `submit`ted one to its [`TaskHandle`].
+///   `submit`ted one to its [`TaskHandle`](crate::executors::TaskHandle).
 /// - **Shutdown**: [`shutdown`](Self::shutdown) lets queued tasks run;
 ///   [`shutdown_now`](Self::shutdown_now) hands them back. For every task offered concurrently
 ///   with either, exactly one holds: it ran, `shutdown_now` returned it, or it was rejected.
