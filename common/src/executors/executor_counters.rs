@@ -40,13 +40,47 @@ impl WorkerCounters {
         self.completed.store(completed + 1, Ordering::Release);
     }
 
-    /// Adds the time since `start` to the busy time. Worker thread only.
-    #[inline]
-    pub(crate) fn add_busy(&self, start: Instant) {
-        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let busy = self.busy_nanos.load(Ordering::Relaxed);
+    /// Adds `busy` to the busy time. Worker thread only.
+    fn add_busy(&self, busy: Duration) {
+        let nanos = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+        let total = self.busy_nanos.load(Ordering::Relaxed);
         self.busy_nanos
-            .store(busy.saturating_add(nanos), Ordering::Relaxed);
+            .store(total.saturating_add(nanos), Ordering::Relaxed);
+    }
+}
+
+/// The worker's current busy period: from the moment it finds work after being idle until it
+/// next finds none. The clock is read only at those two transitions, so a worker that goes
+/// from batch to batch without running dry reads no clock at all, and one that runs dry after
+/// every batch reads it where it would spin anyway.
+pub(crate) struct BusySpan {
+    /// When the current busy period began; `None` while idle.
+    since: Option<Instant>,
+}
+
+impl BusySpan {
+    /// A busy period beginning now (the worker starts because there is work).
+    pub(crate) fn begin() -> Self {
+        Self {
+            since: Some(Instant::now()),
+        }
+    }
+
+    /// The worker found work: a new busy period begins, unless one is running.
+    #[inline]
+    pub(crate) fn resume(&mut self) {
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+        }
+    }
+
+    /// The worker ran dry (it is about to spin, park or exit): the busy period ends and its
+    /// length is added to `counters`.
+    #[inline]
+    pub(crate) fn end(&mut self, counters: &WorkerCounters) {
+        if let Some(since) = self.since.take() {
+            counters.add_busy(since.elapsed());
+        }
     }
 }
 

@@ -26,8 +26,9 @@ use std::time::Duration;
 /// - `queue_capacity`: task slots allocated (ring plus batch), as of the worker's last refill
 ///   or trim: exact once the executor is idle.
 /// - `worker_wakeups`: how often a producer had to wake the parked worker.
-/// - `busy`: time the worker spent running tasks (measured per batch, so it includes the
-///   worker's few instructions between two tasks of a batch, not its spinning or parking).
+/// - `busy`: time the worker spent running tasks: from the moment it finds work after being
+///   idle until it next runs dry (so it includes the worker's few instructions between tasks
+///   and batches, not its spinning or parking). A period still running is added when it ends.
 ///
 /// # Examples
 ///

@@ -5,6 +5,7 @@
 
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
+use crate::executors::executor_counters::BusySpan;
 use crate::sync::{Arc, Ordering};
 use std::time::Instant;
 
@@ -24,9 +25,11 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             }
         }
         let _terminator = Terminator(&**this);
+        let mut busy = BusySpan::begin();
         loop {
             Self::run_batch(this);
-            if !Self::refill_batch(this) {
+            if !Self::refill_batch(this, &mut busy) {
+                busy.end(&this.worker_counters);
                 return;
             }
         }
@@ -36,7 +39,6 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// `B`'s work after each task and after the batch.
     #[inline]
     fn run_batch(this: &Arc<Self>) {
-        let start = Instant::now();
         // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
         // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
         while let Some(task) = unsafe { this.batch.claim() } {
@@ -44,7 +46,6 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             B::after_task(this);
         }
         B::after_batch(this);
-        this.worker_counters.add_busy(start);
     }
 
     /// Moves what is ready into the (empty) batch: the queued tasks, then what `B` takes
@@ -63,14 +64,16 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     }
 
     /// Fills the (empty) batch, waiting for work (or for `B`'s next deadline) if there is
-    /// none. Returns `false` when the worker must exit.
-    fn refill_batch(this: &Arc<Self>) -> bool {
+    /// none. Returns `false` when the worker must exit. `busy` ends when the worker runs dry
+    /// and resumes when it finds work again.
+    fn refill_batch(this: &Arc<Self>, busy: &mut BusySpan) -> bool {
         let mut spun = false;
         let mut trimmed = false;
         let mut idle_since: Option<Instant> = None;
         // Look without the lock first: while the ring stays empty the worker spins on its own
         // line and leaves the producers' lock line alone (unless `B` may have work due).
         if !this.work_hint() && !this.between.look_first() {
+            busy.end(&this.worker_counters);
             this.spin_for_work();
             spun = true;
         }
@@ -81,6 +84,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     return false;
                 }
                 if this.take_ready(&mut queue) {
+                    busy.resume();
                     return true;
                 }
                 if !B::has_pending(&queue.between) {
@@ -95,6 +99,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 // Park. The flag is set under the same lock producers push under, after the
                 // queue was seen empty under it: no wake-up can be lost. Work of `B` that
                 // changes how long to sleep (an earlier timer) wakes the worker the same way.
+                busy.end(&this.worker_counters);
                 let now = Instant::now();
                 let idle_since = *idle_since.get_or_insert(now);
                 let trim_at = match this.idle_trim_after {
@@ -123,6 +128,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 }
             }
             drop(queue);
+            busy.end(&this.worker_counters);
             this.spin_for_work();
             spun = true;
         }
