@@ -1,7 +1,8 @@
 //! `stats()` as a specification, for both executor kinds through the `Executor` trait: exact
 //! counts after 10,000 tasks with panics and rejections, counters that never go backwards
 //! under a concurrent reader, tasks handed back or cancelled leave `pending`, timers count
-//! like tasks, and groups sum their members.
+//! like tasks, and groups sum their members. (The capacity through a burst and its trim:
+//! `executor_kinds.rs`.)
 
 mod support;
 
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
-use support::{CountingFactory, Latch, LONG};
+use support::{CountingFactory, LONG};
 
 /// Under Miri (~10^4 times slower) a tenth of the tasks, the same assertions.
 const SCALE: usize = if cfg!(miri) { 10 } else { 1 };
@@ -189,31 +190,6 @@ fn tasks_handed_back_by_shutdown_now_are_no_longer_pending() {
         (stats.submitted, stats.completed, stats.pending),
         (101, 1, 0)
     );
-}
-
-#[test]
-fn the_capacity_in_the_stats_follows_a_burst_and_its_trim() {
-    let executor = PulsarExecutors::builder()
-        .idle_trim_after(Some(Duration::from_millis(20)))
-        .build();
-    let release = support::block_worker_with(|task| executor.execute(task).unwrap());
-    let latch = Latch::new(1_000);
-    for _ in 0..1_000 {
-        let latch = Arc::clone(&latch);
-        executor.execute(move || latch.count_down()).unwrap();
-    }
-    release.send(()).unwrap();
-    latch.wait(LONG);
-    // The worker swapped the burst into its batch before running it: the stats saw the
-    // grown ring then.
-    assert!(executor.stats().queue_capacity >= 1_000);
-    // Once idle it trims, and records the trimmed capacity: wait for that (bounded).
-    let deadline = std::time::Instant::now() + LONG;
-    while executor.stats().queue_capacity > 64 && std::time::Instant::now() < deadline {
-        thread::yield_now();
-    }
-    assert_eq!(executor.stats().queue_capacity, executor.queue_capacity());
-    assert!(executor.queue_capacity() <= 64);
 }
 
 #[test]

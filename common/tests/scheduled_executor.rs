@@ -37,6 +37,16 @@ fn drain(executor: &ScheduledExecutor) {
     latch.wait(LONG);
 }
 
+/// The name of the executor's worker thread (starting it).
+fn worker_thread_name(executor: &ScheduledExecutor) -> String {
+    executor
+        .submit(|| thread::current().name().map(str::to_owned))
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("worker threads are named")
+}
+
 /// Lets time pass until `instant`: only where elapsed time is itself what a test is about
 /// (deadlines), never as synchronisation.
 fn let_time_pass_until(instant: Instant) {
@@ -135,12 +145,7 @@ fn the_builder_names_the_thread_after_the_pool_and_sets_the_initial_capacity() {
         .build();
     assert_eq!(executor.queue_capacity(), 512);
     assert!(executor.auto_shutdown_on_drop());
-    let thread = executor
-        .submit(|| thread::current().name().map(str::to_owned))
-        .unwrap()
-        .join()
-        .unwrap()
-        .unwrap();
+    let thread = worker_thread_name(&executor);
     assert!(thread.starts_with("built-scheduled-"), "{thread}");
     assert_eq!(executor.name(), thread);
     executor.shutdown();
@@ -150,89 +155,12 @@ fn the_builder_names_the_thread_after_the_pool_and_sets_the_initial_capacity() {
 #[test]
 fn an_executor_built_without_a_factory_names_its_thread_after_the_default_scheduled_pool() {
     let executor = ScheduledExecutor::builder().build();
-    let thread = executor
-        .submit(|| thread::current().name().map(str::to_owned))
-        .unwrap()
-        .join()
-        .unwrap()
-        .unwrap();
+    let thread = worker_thread_name(&executor);
     assert!(
         thread.starts_with(pulsar_common::executors::DEFAULT_SCHEDULED_POOL_NAME),
         "{thread}"
     );
     executor.shutdown();
-}
-
-#[test]
-fn auto_shutdown_off_and_dropped_without_shutdown_warns_naming_it_and_still_runs_queued_work() {
-    let factory = CountingFactory::new("forgetful-scheduler");
-    let executor = ScheduledExecutor::builder()
-        .thread_factory(Arc::clone(&factory))
-        .auto_shutdown_on_drop(false)
-        .build();
-    assert!(!executor.auto_shutdown_on_drop());
-    let release = block_worker(&executor);
-    let ran = Arc::new(AtomicUsize::new(0));
-    for _ in 0..5 {
-        let ran = Arc::clone(&ran);
-        executor
-            .execute(move || {
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-    }
-    let timer = executor.schedule(Duration::ZERO, || 7).unwrap();
-    let name = executor.name();
-    let ((), warnings) = support::capture_warnings(|| drop(executor));
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains(&name), "{warnings:?}");
-    release.send(()).unwrap();
-    assert_eq!(
-        timer.join().unwrap(),
-        7,
-        "an armed one-shot timer still runs"
-    );
-    factory.wait_finished(1, LONG);
-    assert_eq!(ran.load(Ordering::SeqCst), 5, "queued tasks were not lost");
-}
-
-#[test]
-fn auto_shutdown_on_drops_without_a_warning() {
-    let executor = ScheduledExecutor::builder()
-        .pool_name("tidy-scheduler")
-        .build();
-    executor.submit(|| ()).unwrap().join().unwrap();
-    let ((), warnings) = support::capture_warnings(|| drop(executor));
-    assert!(warnings.is_empty(), "{warnings:?}");
-}
-
-#[test]
-fn the_idle_trim_period_comes_from_the_builder() {
-    let executor = ScheduledExecutor::builder()
-        .idle_trim_after(Some(Duration::from_millis(20)))
-        .build();
-    let release = block_worker(&executor);
-    // Under Miri (~10^4 times slower) fewer tasks, the same assertions.
-    let burst = if cfg!(miri) { 1_000 } else { 10_000 };
-    let latch = Latch::new(burst);
-    for _ in 0..burst {
-        let latch = Arc::clone(&latch);
-        executor.execute(move || latch.count_down()).unwrap();
-    }
-    assert!(executor.queue_capacity() >= burst);
-    release.send(()).unwrap();
-    latch.wait(LONG);
-    // The worker trims once it has been idle for 20 ms; wait for that (bounded), not a sleep.
-    let deadline = Instant::now() + LONG;
-    while executor.queue_capacity() > 64 && Instant::now() < deadline {
-        thread::yield_now();
-    }
-    assert!(
-        executor.queue_capacity() <= 64,
-        "{}",
-        executor.queue_capacity()
-    );
-    assert_eq!(executor.submit(|| 1).unwrap().join().unwrap(), 1);
 }
 
 #[test]

@@ -159,6 +159,8 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
             "--test",
             "executor_stats",
             "--test",
+            "executor_kinds",
+            "--test",
             "pool_byte_buffer_list",
         ],
     ),
