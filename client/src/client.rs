@@ -4,7 +4,7 @@ use crate::client_builder::ClientBuilder;
 use crate::consumer::{Consumer, ConsumerExecutors, ConsumerOptions, ConsumerShared, Message};
 use crate::error::NewConsumerError;
 use crate::executor_provider::ExecutorProvider;
-use crate::scheduled_executor_provider::ScheduledExecutorProvider;
+use crate::executor_provider::ScheduledExecutorProvider;
 use parking_lot::Mutex;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,7 +3,7 @@
 use crate::client::PulsarClient;
 use crate::error::ClientBuildError;
 use crate::executor_provider::ExecutorProvider;
-use crate::scheduled_executor_provider::ScheduledExecutorProvider;
+use crate::executor_provider::ScheduledExecutorProvider;
 use std::fmt;
 use std::sync::Arc;
 

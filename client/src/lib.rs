@@ -55,10 +55,8 @@ mod client_builder;
 mod consumer;
 mod error;
 mod executor_index;
-mod executor_pool;
 mod executor_provider;
 mod murmur3;
-mod scheduled_executor_provider;
 
 pub use client::PulsarClient;
 pub use client_builder::{
@@ -71,6 +69,5 @@ pub use consumer::{
 pub use error::{
     ClientBuildError, DeliverError, InvalidThreadCount, NewConsumerError, ReceiveError,
 };
-pub use executor_provider::ExecutorProvider;
+pub use executor_provider::{ExecutorPool, ExecutorProvider, ScheduledExecutorProvider};
 pub use murmur3::murmur3_32;
-pub use scheduled_executor_provider::ScheduledExecutorProvider;

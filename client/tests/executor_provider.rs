@@ -253,3 +253,50 @@ fn a_scheduled_provider_has_the_same_shape_and_its_shutdown_stops_timers() {
     assert!(provider.is_shutdown());
     assert!(provider.executors().iter().all(|e| e.is_terminated()));
 }
+
+// ---- statistics ---------------------------------------------------------------------------
+
+#[test]
+fn a_provider_sums_the_stats_of_its_executors_whatever_their_kind() {
+    let provider = ExecutorProvider::new(4, "stats-internal").unwrap();
+    let handles: Vec<_> = (0..40)
+        .map(|i| {
+            provider
+                .get_executor()
+                .submit(move || assert!(i % 20 != 0))
+                .unwrap()
+        })
+        .collect();
+    let panicked = handles.into_iter().filter_map(|h| h.join().err()).count();
+    assert_eq!(panicked, 2);
+    let scheduled = ScheduledExecutorProvider::new(2, "stats-scheduled").unwrap();
+    let timers: Vec<_> = (0..6)
+        .map(|i| {
+            scheduled
+                .get_executor()
+                .schedule(Duration::ZERO, move || i)
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        timers.into_iter().map(|t| t.join().unwrap()).sum::<i32>(),
+        15
+    );
+    assert!(provider.shutdown_now().is_empty());
+    assert!(scheduled.shutdown_now().is_empty());
+    let stats = provider.stats();
+    assert_eq!(
+        (
+            stats.submitted,
+            stats.completed,
+            stats.panicked,
+            stats.pending
+        ),
+        (40, 40, 2, 0),
+        "{stats:?}"
+    );
+    let sum: pulsar_common::executors::ExecutorStats =
+        provider.executors().iter().map(|e| e.stats()).sum();
+    assert_eq!(stats, sum);
+    assert_eq!(scheduled.stats().completed, 6);
+}

@@ -37,6 +37,16 @@ fn drain(executor: &ScheduledExecutor) {
     latch.wait(LONG);
 }
 
+/// The name of the executor's worker thread (starting it).
+fn worker_thread_name(executor: &ScheduledExecutor) -> String {
+    executor
+        .submit(|| thread::current().name().map(str::to_owned))
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("worker threads are named")
+}
+
 /// Lets time pass until `instant`: only where elapsed time is itself what a test is about
 /// (deadlines), never as synchronisation.
 fn let_time_pass_until(instant: Instant) {
@@ -123,6 +133,85 @@ fn a_thread_factory_that_fails_hands_back_the_task_or_timer_with_its_error() {
         executor.is_terminated(),
         "nothing left and no worker: terminated at once"
     );
+}
+
+// ---- the builder and the operations shared with the plain executor ----------------------
+
+#[test]
+fn the_builder_names_the_thread_after_the_pool_and_sets_the_initial_capacity() {
+    let executor = ScheduledExecutor::builder()
+        .pool_name("built-scheduled")
+        .initial_capacity(512)
+        .build();
+    assert_eq!(executor.queue_capacity(), 512);
+    assert!(executor.auto_shutdown_on_drop());
+    let thread = worker_thread_name(&executor);
+    assert!(thread.starts_with("built-scheduled-"), "{thread}");
+    assert_eq!(executor.name(), thread);
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
+fn an_executor_built_without_a_factory_names_its_thread_after_the_default_scheduled_pool() {
+    let executor = ScheduledExecutor::builder().build();
+    let thread = worker_thread_name(&executor);
+    assert!(
+        thread.starts_with(pulsar_common::executors::DEFAULT_SCHEDULED_POOL_NAME),
+        "{thread}"
+    );
+    executor.shutdown();
+}
+
+#[test]
+fn submit_returns_the_value_and_reports_a_panic_to_the_handle_not_the_hook() {
+    let factory = CountingFactory::new("scheduled-submit");
+    let executor = executor_with(&factory);
+    assert_eq!(executor.submit(|| 17).unwrap().join().unwrap(), 17);
+    let failed = executor.submit(|| -> u32 { panic!("bad input") }).unwrap();
+    assert!(matches!(failed.join(), Err(TaskError::Panicked(_))));
+    drain(&executor);
+    assert_eq!(factory.panics(), 0);
+    executor.shutdown();
+    let refused = executor.submit(|| 1).unwrap_err();
+    assert!(matches!(refused.reason(), RejectReason::Shutdown));
+    assert_eq!(refused.into_task()(), 1, "the closure comes back");
+}
+
+#[test]
+fn invoke_all_and_invoke_any_take_the_fifo_path() {
+    let executor = executor("scheduled-invoke");
+    let all = executor.invoke_all(vec![|| 7, || 11]);
+    assert_eq!(
+        all.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        [7, 11]
+    );
+    let tasks: Vec<Box<dyn FnOnce() -> Result<u32, &'static str> + Send>> = vec![
+        Box::new(|| Err("first fails")),
+        Box::new(|| Ok(13)),
+        Box::new(|| unreachable!("skipped after a success")),
+    ];
+    assert_eq!(executor.invoke_any(tasks).unwrap(), 13);
+    assert!(matches!(
+        executor.invoke_any(Vec::<fn() -> Result<(), ()>>::new()),
+        Err(pulsar_common::executors::InvokeAnyError::NoTasks)
+    ));
+    executor.shutdown();
+}
+
+#[test]
+fn invoke_all_on_the_executors_own_worker_refuses_at_once_instead_of_deadlocking() {
+    let executor = executor("scheduled-self-invoke");
+    let inner = executor.clone();
+    let outcome = executor
+        .submit(move || inner.invoke_all(vec![|| 1, || 2]))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(outcome
+        .iter()
+        .all(|result| matches!(result, Err(TaskError::WouldDeadlock))));
+    executor.shutdown();
 }
 
 // ---- the FIFO fast path -------------------------------------------------------------------

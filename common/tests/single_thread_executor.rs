@@ -371,32 +371,6 @@ fn a_never_used_executor_terminates_at_once_on_shutdown_without_a_thread() {
 }
 
 #[test]
-fn auto_shutdown_off_and_dropped_without_shutdown_warns_naming_it_and_still_runs_queued_tasks() {
-    let factory = CountingFactory::new("forgetful-component");
-    let executor =
-        PulsarExecutors::new_single_thread_executor_with_auto_shutdown(Arc::clone(&factory), false);
-    assert!(!executor.auto_shutdown_on_drop());
-    let release = block_worker(&executor);
-    let ran = Arc::new(AtomicUsize::new(0));
-    for _ in 0..5 {
-        let ran = Arc::clone(&ran);
-        executor
-            .execute(move || {
-                ran.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-    }
-    let name = executor.name();
-    assert!(name.starts_with("forgetful-component-"), "{name}");
-    let ((), warnings) = capture_warnings(|| drop(executor));
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains(&name), "{warnings:?}");
-    release.send(()).unwrap();
-    factory.wait_finished(1, LONG);
-    assert_eq!(ran.load(Ordering::SeqCst), 5, "queued tasks were not lost");
-}
-
-#[test]
 fn auto_shutdown_off_and_shut_down_by_its_owner_drops_without_a_warning() {
     let executor = PulsarExecutors::new_single_thread_executor_with_auto_shutdown(
         CountingFactory::new("tidy-component"),
@@ -407,16 +381,6 @@ fn auto_shutdown_off_and_shut_down_by_its_owner_drops_without_a_warning() {
     assert!(executor.await_termination(LONG));
     let ((), warnings) = capture_warnings(|| drop(executor));
     assert!(warnings.is_empty(), "{warnings:?}");
-}
-
-#[test]
-fn auto_shutdown_on_drops_without_a_warning() {
-    let factory = CountingFactory::new("auto");
-    let executor = executor_with(&factory);
-    executor.execute(|| ()).unwrap();
-    let ((), warnings) = capture_warnings(|| drop(executor));
-    assert!(warnings.is_empty(), "{warnings:?}");
-    factory.wait_finished(1, LONG);
 }
 
 #[test]
@@ -668,36 +632,6 @@ fn join_timeout_hands_the_handle_back_on_timeout() {
 }
 
 // ---- memory -------------------------------------------------------------------------------
-
-#[test]
-fn memory_is_given_back_after_a_burst_once_the_worker_is_idle() {
-    let executor = PulsarExecutors::builder()
-        .idle_trim_after(Some(Duration::from_millis(50)))
-        .build();
-    let release = block_worker(&executor);
-    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
-    let burst = if cfg!(miri) { 1_000 } else { 100_000 };
-    let latch = Latch::new(burst);
-    for _ in 0..burst {
-        let latch = Arc::clone(&latch);
-        executor.execute(move || latch.count_down()).unwrap();
-    }
-    assert!(executor.queue_capacity() >= burst);
-    release.send(()).unwrap();
-    latch.wait(LONG);
-    // The worker trims once it has been idle for 50 ms; wait for that (bounded), not a sleep.
-    let deadline = std::time::Instant::now() + LONG;
-    while executor.queue_capacity() > 64 && std::time::Instant::now() < deadline {
-        thread::yield_now();
-    }
-    assert!(
-        executor.queue_capacity() <= 64,
-        "capacity {}",
-        executor.queue_capacity()
-    );
-    // And it still works afterwards.
-    assert_eq!(executor.submit(|| 1).unwrap().join().unwrap(), 1);
-}
 
 #[test]
 fn debug_names_the_executor_and_its_state() {

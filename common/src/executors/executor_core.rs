@@ -1,17 +1,25 @@
-//! `ExecutorCore`: the state an executor's handles share with its worker, and the worker loop.
+//! `ExecutorCore`: the state an executor's handles share with its worker — admission, lazy
+//! start, shutdown and restart, termination and `Drop`, written once for both executors. What
+//! differs (timers) is the parameter `B: BetweenBatches`; the worker loop is in
+//! `worker_loop.rs`.
 //!
 //! The protocol (lock order, wake-up, claim, trim) is described in `README.md` beside this
 //! file; the comments here point at the rule each step keeps.
 
 use crate::collections::ring::Ring;
+use crate::executors::between_batches::BetweenBatches;
 use crate::executors::cancelled_tasks::CancelledTasks;
-use crate::executors::fifo_admission::{FifoAdmission, FifoCore, FifoQueue};
+use crate::executors::executor_counters::{self, EventCounters, WorkerCounters};
+use crate::executors::executor_stats::ExecutorStats;
+use crate::executors::raw_task::RawTask;
+use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
-use crate::executors::worker_lifecycle::{WorkerLifecycle, WorkerSlot};
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, Ordering};
+use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -40,7 +48,8 @@ pub(crate) enum WorkerState {
 }
 
 /// What the queue lock protects.
-pub(crate) struct QueueState {
+#[repr(C)] // the fields every `execute` touches first, on the lock's cache line; `between` after
+pub(crate) struct QueueState<L> {
     /// Tasks accepted and not yet moved to the worker's batch, oldest first. (Slots are
     /// `ManuallyDrop`: the ring's storage is swapped into the batch, whose claim protocol
     /// decides who drops each task; `ExecutorCore::drop` drops what is left here.)
@@ -49,77 +58,124 @@ pub(crate) struct QueueState {
     pub(crate) run: u8,
     pub(crate) worker: WorkerState,
     /// Set by the worker, under this lock, right before it waits on `work_available`; a
-    /// producer that finds it set clears it and notifies. Nobody else ever notifies, so a
-    /// producer makes no wake-up call while the worker is awake.
+    /// producer that finds it set clears it and notifies. Nobody else ever notifies (but a
+    /// `BetweenBatches` whose work changes how long the worker sleeps: a new earliest timer),
+    /// so a producer makes no wake-up call while the worker is awake.
     pub(crate) worker_parked: bool,
+    /// What the worker does between batches keeps here (the timer wheel; `()` for none).
+    pub(crate) between: L,
 }
 
-impl WorkerSlot for QueueState {
-    fn run(&self) -> u8 {
-        self.run
-    }
+/// The queue lock and, on the same cache line, the count of tasks it admitted.
+#[repr(C)] // `submitted` first: with the lock word and the ring, on the producers' line
+pub(crate) struct Producers<L> {
+    /// Tasks (and timers, and re-arms of periodic timers) accepted: written under `state`'s
+    /// lock with a plain load and store (the lock orders the writers), read by `stats`
+    /// without it.
+    submitted: AtomicU64,
+    state: Mutex<QueueState<L>>,
+}
 
-    fn worker_mut(&mut self) -> &mut WorkerState {
-        &mut self.worker
+impl<L> Producers<L> {
+    /// Counts `count` accepted tasks. Caller holds the lock (`_held` proves it).
+    #[inline]
+    pub(crate) fn count_submitted(&self, _held: &mut QueueState<L>, count: usize) {
+        let submitted = self.submitted.load(std::sync::atomic::Ordering::Relaxed);
+        self.submitted.store(
+            submitted + count as u64,
+            std::sync::atomic::Ordering::Release,
+        );
     }
 }
 
-impl FifoQueue for QueueState {
-    fn ring_mut(&mut self) -> &mut Ring<TaskSlot> {
-        &mut self.ring
-    }
+impl<L> Deref for Producers<L> {
+    type Target = Mutex<QueueState<L>>;
 
-    fn worker_parked_mut(&mut self) -> &mut bool {
-        &mut self.worker_parked
+    fn deref(&self) -> &Mutex<QueueState<L>> {
+        &self.state
     }
 }
 
-/// The executor itself; `SingleThreadExecutor` handles and the worker thread share it.
-pub(crate) struct ExecutorCore {
+/// The executor itself; the executor's handles and its worker thread share it.
+pub(crate) struct ExecutorCore<B: BetweenBatches> {
     /// The ring producers push to, and the run state. Its cache line is the producers':
     /// nothing the worker polls shares it.
-    queue: CachePadded<Mutex<QueueState>>,
+    pub(crate) queue: CachePadded<Producers<B::Locked>>,
     /// The tasks the worker swapped out of `queue` in one go and runs one at a time. Each is
     /// claimed with one atomic increment before it runs, which makes `shutdown_now` exact: a
     /// task is either claimed by the worker (and runs) or stolen by `shutdown_now`.
-    batch: CachePadded<TaskBatch>,
+    pub(crate) batch: CachePadded<TaskBatch>,
     /// The parked worker waits here (with the `queue` lock).
-    work_available: Condvar,
+    pub(crate) work_available: Condvar,
     /// `!queue.ring.is_empty()`, written under the queue lock only when that changes (the push
     /// that makes the ring non-empty, the swap or drain that empties it): what the spinning
     /// worker polls, on a line of its own, so a steady stream of pushes does not bounce it.
-    has_work: CachePadded<AtomicBool>,
+    pub(crate) has_work: CachePadded<AtomicBool>,
     /// Run-state mirror, termination signalling, naming, thread start, panic boundary, spin.
-    lifecycle: WorkerLifecycle,
-    /// After this long without work the parked worker trims the ring; `None`: never.
-    idle_trim_after: Option<Duration>,
-    /// Wake-up calls producers made (a diagnostic; only the slow path touches it).
-    wakeups: AtomicU64,
-    /// Cancelled tasks whose entries are still queued: `pending_tasks` leaves them out.
+    pub(crate) lifecycle: WorkerLifecycle,
+    /// After this long without work the parked worker trims its queues; `None`: never.
+    pub(crate) idle_trim_after: Option<Duration>,
+    /// The worker's counters (tasks run, panics, busy time), on a line of their own.
+    pub(crate) worker_counters: CachePadded<WorkerCounters>,
+    /// Rare events: rejections, tasks handed back, timers cancelled, wake-ups, capacity.
+    pub(crate) events: EventCounters,
+    /// The lock-free half of what the worker does between batches (timer hints, due list).
+    pub(crate) between: B,
+    /// Cancelled tasks whose entries are still queued: `pending_tasks` and the stats leave
+    /// them out.
     cancelled: CancelledTasks,
 }
 
-impl ExecutorCore {
+impl<B: BetweenBatches> ExecutorCore<B> {
     pub(crate) fn new(
         factory: std::sync::Arc<dyn ThreadFactory>,
         initial_capacity: usize,
         idle_trim_after: Option<Duration>,
     ) -> Self {
+        let (between, locked) = B::new();
+        let ring = Ring::with_capacity(initial_capacity);
+        let events = EventCounters::default();
+        events
+            .capacity
+            .store(ring.capacity(), std::sync::atomic::Ordering::Relaxed);
         Self {
-            queue: CachePadded::new(Mutex::new(QueueState {
-                ring: Ring::with_capacity(initial_capacity),
-                run: RUNNING,
-                worker: WorkerState::NotStarted,
-                worker_parked: false,
-            })),
+            queue: CachePadded::new(Producers {
+                submitted: AtomicU64::new(0),
+                state: Mutex::new(QueueState {
+                    ring,
+                    run: RUNNING,
+                    worker: WorkerState::NotStarted,
+                    worker_parked: false,
+                    between: locked,
+                }),
+            }),
             batch: CachePadded::new(TaskBatch::new()),
             work_available: Condvar::new(),
             has_work: CachePadded::new(AtomicBool::new(false)),
-            lifecycle: WorkerLifecycle::new(factory, "single-thread-executor", RUNNING),
+            lifecycle: WorkerLifecycle::new(factory, B::KIND, RUNNING),
             idle_trim_after,
-            wakeups: AtomicU64::new(0),
+            worker_counters: CachePadded::new(WorkerCounters::default()),
+            events,
+            between,
             cancelled: CancelledTasks::default(),
         }
+    }
+
+    /// A core whose worker the loom model runs itself, on a loom thread.
+    #[cfg(all(loom, test))]
+    pub(crate) fn new_started_for_loom(initial_capacity: usize) -> Self {
+        struct NoThreads;
+        impl ThreadFactory for NoThreads {
+            fn new_thread(
+                &self,
+                _body: Box<dyn FnOnce() + Send + 'static>,
+            ) -> std::io::Result<std::thread::JoinHandle<()>> {
+                Err(std::io::Error::other("no threads under loom"))
+            }
+        }
+        let core = Self::new(std::sync::Arc::new(NoThreads), initial_capacity, None);
+        core.queue.lock().worker = WorkerState::Started;
+        core
     }
 
     /// A name for logs: the worker thread's name once it exists.
@@ -144,34 +200,169 @@ impl ExecutorCore {
 
     /// How many times a producer had to wake the parked worker.
     pub(crate) fn wakeups(&self) -> u64 {
-        self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
+        self.events
+            .wakeups
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// A core whose worker the loom model runs itself, on a loom thread, via `run_worker`.
-    #[cfg(all(loom, test))]
-    pub(crate) fn new_started_for_loom(initial_capacity: usize) -> Self {
-        struct NoThreads;
-        impl ThreadFactory for NoThreads {
-            fn new_thread(
-                &self,
-                _body: Box<dyn FnOnce() + Send + 'static>,
-            ) -> std::io::Result<std::thread::JoinHandle<()>> {
-                Err(std::io::Error::other("no threads under loom"))
+    /// A snapshot of the counters, without the queue lock.
+    pub(crate) fn stats(&self) -> ExecutorStats {
+        executor_counters::snapshot(
+            &self.worker_counters,
+            &self.events,
+            &self.queue.submitted,
+            self.cancelled.count(),
+        )
+    }
+
+    /// Counts `count` refused tasks.
+    #[cold]
+    pub(crate) fn count_rejected(&self, count: usize) {
+        EventCounters::add(&self.events.rejected, count);
+    }
+
+    // ---- admission -----------------------------------------------------------------------
+
+    /// Takes the lock and admits work: refuses unless running, and starts the worker on first
+    /// use. Returns the lock, for the caller to queue its work.
+    ///
+    /// # Errors
+    ///
+    /// `Shutdown`, or the thread factory's error.
+    #[inline]
+    pub(crate) fn admit(
+        this: &Arc<Self>,
+    ) -> Result<MutexGuard<'_, QueueState<B::Locked>>, RejectReason> {
+        let queue = this.queue.lock();
+        if queue.run != RUNNING {
+            return Err(RejectReason::Shutdown);
+        }
+        if queue.worker == WorkerState::NotStarted {
+            return Self::start_worker(this, queue);
+        }
+        Ok(queue)
+    }
+
+    /// Accepts `task` unless the core is shut down; starts the worker on first use.
+    ///
+    /// # Errors
+    ///
+    /// The task and the reason: shut down, or the worker thread could not be started.
+    #[inline]
+    pub(crate) fn enqueue(this: &Arc<Self>, task: RawTask) -> Result<(), (RawTask, RejectReason)> {
+        let mut queue = match Self::admit(this) {
+            Ok(queue) => queue,
+            Err(reason) => {
+                this.count_rejected(1);
+                return Err((task, reason));
+            }
+        };
+        queue.ring.push_back(ManuallyDrop::new(task));
+        this.queue.count_submitted(&mut queue, 1);
+        this.announce(queue, 1);
+        Ok(())
+    }
+
+    /// Accepts every task of `tasks`, in order, under one acquisition of the lock, or none of
+    /// them: on success `tasks` is left empty, on refusal untouched.
+    ///
+    /// # Errors
+    ///
+    /// The reason, as for [`enqueue`](Self::enqueue).
+    pub(crate) fn enqueue_all(
+        this: &Arc<Self>,
+        tasks: &mut Vec<RawTask>,
+    ) -> Result<(), RejectReason> {
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let count = tasks.len();
+        let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(count))?;
+        queue
+            .ring
+            .extend_exact(tasks.drain(..).map(ManuallyDrop::new));
+        this.queue.count_submitted(&mut queue, count);
+        this.announce(queue, count);
+        Ok(())
+    }
+
+    /// After `pushed` tasks went into the ring: raises `has_work` if they made it non-empty,
+    /// then releases the lock and wakes the worker only if it is parked.
+    #[inline]
+    fn announce(&self, mut queue: MutexGuard<'_, QueueState<B::Locked>>, pushed: usize) {
+        if queue.ring.len() == pushed {
+            self.has_work.store(true, Ordering::Release);
+        }
+        let wake = std::mem::take(&mut queue.worker_parked);
+        drop(queue);
+        if wake {
+            self.wake_worker();
+        }
+    }
+
+    /// Wakes the parked worker (the caller took `worker_parked` under the lock).
+    pub(crate) fn wake_worker(&self) {
+        EventCounters::add(&self.events.wakeups, 1);
+        self.work_available.notify_one();
+    }
+
+    /// The lazy start. Called holding `queue` with the run state `RUNNING` and no worker:
+    /// marks the worker `Starting`, releases the lock, starts the thread (the factory is user
+    /// code: never under the lock) and takes the lock again. Returns it, still `RUNNING`, with
+    /// the worker `Started`, so that the caller queues the work that asked for the thread only
+    /// once the thread exists: a failed start hands that work back. After a failed start the
+    /// worker is `NotStarted` again (a shut-down core with nothing left terminates).
+    ///
+    /// # Errors
+    ///
+    /// `Shutdown` if the core was shut down while the thread started (the worker sees it and
+    /// exits), or the factory's error.
+    #[cold]
+    fn start_worker<'a>(
+        this: &'a Arc<Self>,
+        mut queue: MutexGuard<'a, QueueState<B::Locked>>,
+    ) -> Result<MutexGuard<'a, QueueState<B::Locked>>, RejectReason> {
+        queue.worker = WorkerState::Starting;
+        drop(queue);
+        let started = Self::spawn_worker(this);
+        let mut queue = this.queue.lock();
+        match started {
+            Ok(()) => {
+                queue.worker = WorkerState::Started;
+                if queue.run != RUNNING {
+                    return Err(RejectReason::Shutdown);
+                }
+                Ok(queue)
+            }
+            Err(error) => {
+                tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
+                queue.worker = WorkerState::NotStarted;
+                this.terminate_if_workerless(&mut queue);
+                Err(RejectReason::ThreadStartFailed(error))
             }
         }
-        let core = Self::new(std::sync::Arc::new(NoThreads), initial_capacity, None);
-        core.queue.lock().worker = WorkerState::Started;
-        core
     }
 
-    /// Graceful shutdown: no new tasks; queued ones still run; then the worker exits.
+    /// Starts the worker thread (under loom, refuses: the models drive the worker).
+    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
+        let core = Arc::clone(this);
+        this.lifecycle
+            .spawn(Box::new(move || Self::run_worker(&core)))
+    }
+
+    // ---- shutdown ------------------------------------------------------------------------
+
+    /// Graceful shutdown: no new tasks; queued ones still run (and what `B` keeps, as it
+    /// decides: one-shot timers run, periodic ones are cancelled); then the worker exits.
     /// Idempotent; never blocks beyond the queue lock.
     pub(crate) fn shutdown(this: &Arc<Self>) {
         let mut queue = this.queue.lock();
         if queue.run == RUNNING {
             this.lifecycle.set_run(&mut queue.run, SHUTDOWN);
         }
-        let restart = queue.worker == WorkerState::NotStarted && !queue.ring.is_empty();
+        let cancelled = B::on_shutdown(this, &mut queue.between);
+        let restart = queue.worker == WorkerState::NotStarted
+            && (!queue.ring.is_empty() || B::has_pending(&queue.between));
         this.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
         if restart {
@@ -182,6 +373,7 @@ impl ExecutorCore {
         if wake {
             this.work_available.notify_one();
         }
+        B::finish_cancelled(&this.lifecycle, cancelled);
         if restart {
             let started = Self::spawn_worker(this);
             let mut queue = this.queue.lock();
@@ -196,32 +388,44 @@ impl ExecutorCore {
     }
 
     /// Stops: no new tasks; every queued task not yet claimed by the worker is returned,
-    /// oldest first. The running task (if any) finishes. Idempotent.
-    pub(crate) fn shutdown_now(&self) -> Vec<Task> {
-        let mut queue = self.queue.lock();
+    /// oldest first (then what `B` hands back: one-shot timers, earliest first). The running
+    /// task (if any) finishes. Idempotent.
+    pub(crate) fn shutdown_now(this: &Arc<Self>) -> Vec<Task> {
+        let mut queue = this.queue.lock();
         if queue.run < STOP {
-            self.lifecycle.set_run(&mut queue.run, STOP);
+            this.lifecycle.set_run(&mut queue.run, STOP);
         }
         let mut taken = Vec::new();
         // SAFETY: the queue lock is held.
-        taken.reserve_exact(unsafe { self.batch.unclaimed() } + queue.ring.len());
+        taken.reserve_exact(unsafe { this.batch.unclaimed() } + queue.ring.len());
         // SAFETY: the queue lock is held. The batch's tasks are older than the ring's.
-        unsafe { self.batch.steal_unclaimed(&mut taken) };
+        unsafe { this.batch.steal_unclaimed(&mut taken) };
         while let Some(slot) = queue.ring.pop_front() {
             taken.push(ManuallyDrop::into_inner(slot));
         }
-        self.has_work.store(false, Ordering::Release);
-        self.terminate_if_workerless(&mut queue);
+        let cancelled = B::on_shutdown_now(this, &mut queue.between, &mut taken);
+        EventCounters::add(&this.events.returned, taken.len());
+        this.has_work.store(false, Ordering::Release);
+        this.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
-            self.work_available.notify_one();
+            this.work_available.notify_one();
         }
+        B::finish_cancelled(&this.lifecycle, cancelled);
         taken.into_iter().map(Task::from_raw).collect()
     }
 
-    fn mark_terminated(&self, queue: &mut QueueState) {
-        self.lifecycle.mark_terminated(&mut queue.run);
+    /// With no worker and nothing left to run, a shut-down core is terminated at once.
+    fn terminate_if_workerless(&self, queue: &mut QueueState<B::Locked>) {
+        if queue.worker == WorkerState::NotStarted
+            && queue.run != RUNNING
+            && queue.run != TERMINATED
+            && queue.ring.is_empty()
+            && !B::has_pending(&queue.between)
+        {
+            self.lifecycle.mark_terminated(&mut queue.run);
+        }
     }
 
     /// Waits until the worker has exited (or was never needed), at most `timeout`.
@@ -230,11 +434,15 @@ impl ExecutorCore {
             .await_termination(&self.queue, |queue| queue.run, timeout)
     }
 
-    /// Tasks accepted and not yet started (cancelled ones left out).
+    // ---- introspection -------------------------------------------------------------------
+
+    /// Tasks accepted and not yet started (and what `B` holds: live timers), cancelled ones
+    /// left out.
     pub(crate) fn pending_tasks(&self) -> usize {
         let queue = self.queue.lock();
         // SAFETY: the queue lock is held.
-        let queued = queue.ring.len() + unsafe { self.batch.unclaimed() };
+        let unclaimed = unsafe { self.batch.unclaimed() };
+        let queued = queue.ring.len() + unclaimed + self.between.pending(&queue.between);
         queued.saturating_sub(self.cancelled.count())
     }
 
@@ -249,139 +457,16 @@ impl ExecutorCore {
         // SAFETY: the queue lock is held.
         queue.ring.capacity() + unsafe { self.batch.capacity() }
     }
-
-    /// The worker thread's body.
-    pub(crate) fn run_worker(core: &Self) {
-        let Some(_worker) = core.lifecycle.enter_worker() else {
-            return; // another thread runs this executor's worker loop
-        };
-        // Signals termination however the loop ends (it only ends by returning, since task
-        // panics are caught; the guard keeps that true if the loop ever gains a panic path).
-        struct Terminator<'a>(&'a ExecutorCore);
-        impl Drop for Terminator<'_> {
-            fn drop(&mut self) {
-                let mut queue = self.0.queue.lock();
-                self.0.mark_terminated(&mut queue);
-            }
-        }
-        let _terminator = Terminator(core);
-        loop {
-            // Claim and run the batch one task at a time; `shutdown_now` may steal the rest.
-            // SAFETY: this is the worker; it refills/releases the batch only in
-            // `refill_batch`, after this loop.
-            while let Some(task) = unsafe { core.batch.claim() } {
-                core.lifecycle.run_task(task);
-            }
-            if !core.refill_batch() {
-                return;
-            }
-        }
-    }
-
-    /// Moves the queued tasks into the (empty) batch, waiting for some if there are none.
-    /// Returns `false` when the worker must exit.
-    fn refill_batch(&self) -> bool {
-        let mut trimmed = false;
-        // Look without the lock first: while the ring stays empty the worker spins on its own
-        // line and leaves the producers' lock line alone.
-        if !self.work_hint() {
-            self.spin_for_work();
-        }
-        let mut queue = self.queue.lock();
-        loop {
-            if queue.run >= STOP {
-                return false;
-            }
-            if !queue.ring.is_empty() {
-                // O(1): the producers get the batch's (empty) storage back.
-                // SAFETY: the worker, under the queue lock, with the batch exhausted (the
-                // claim loop ended).
-                unsafe { self.batch.refill(&mut queue.ring) };
-                self.has_work.store(false, Ordering::Release);
-                return true;
-            }
-            if queue.run == SHUTDOWN {
-                return false;
-            }
-            // Park. The flag is set under the same lock producers push under, after the ring
-            // was seen empty under it: no wake-up can be lost.
-            queue.worker_parked = true;
-            queue = match self.idle_trim_after {
-                Some(idle) if !trimmed => {
-                    let (mut queue, timed_out) = self.work_available.wait_timeout(queue, idle);
-                    if timed_out && queue.ring.is_empty() && queue.run == RUNNING {
-                        self.trim_idle(&mut queue);
-                        trimmed = true;
-                    }
-                    queue
-                }
-                _ => self.work_available.wait(queue),
-            };
-            queue.worker_parked = false;
-        }
-    }
-
-    /// Whether there may be work or a state change to act on (a lock-free hint).
-    #[inline]
-    fn work_hint(&self) -> bool {
-        self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
-    }
-
-    /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
-    /// 64 slots), the batch entirely (it grows back to 64 on the next swap).
-    fn trim_idle(&self, queue: &mut QueueState) {
-        // SAFETY: called by the worker from `refill_batch`, under the queue lock, with the
-        // batch exhausted.
-        let freed = queue.ring.trim() + unsafe { self.batch.release() };
-        if freed > 0 {
-            tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queue");
-        }
-    }
-
-    /// Spins briefly for work, then yields a few times (see `WorkerLifecycle::spin_for_work`).
-    fn spin_for_work(&self) {
-        self.lifecycle.spin_for_work(|| self.work_hint());
-    }
 }
 
-impl FifoCore for ExecutorCore {
-    type Queue = QueueState;
-
-    #[inline]
-    fn admission(&self) -> FifoAdmission<'_, QueueState> {
-        FifoAdmission {
-            queue: &self.queue,
-            has_work: &self.has_work,
-            work_available: &self.work_available,
-            lifecycle: &self.lifecycle,
-            wakeups: &self.wakeups,
-        }
-    }
-
-    fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
-        let core = Arc::clone(this);
-        this.lifecycle
-            .spawn(Box::new(move || Self::run_worker(&core)))
-    }
-
-    fn terminate_if_workerless(&self, queue: &mut QueueState) {
-        if queue.worker == WorkerState::NotStarted
-            && queue.run != RUNNING
-            && queue.run != TERMINATED
-            && queue.ring.is_empty()
-        {
-            self.mark_terminated(queue);
-        }
-    }
-}
-
-impl Drop for ExecutorCore {
+impl<B: BetweenBatches> Drop for ExecutorCore<B> {
     fn drop(&mut self) {
         // Tasks still queued (only possible when no worker could ever be started): the ring
         // holds them as `ManuallyDrop`, so drop them here, once — each at the panic boundary,
         // so that a capture panicking in `Drop` neither escapes this `Drop` nor leaks the
         // tasks after it. The batch's unclaimed tasks (none in a correct run: the worker only
-        // exits with its batch exhausted or stolen) are taken out the same way first.
+        // exits with its batch exhausted or stolen) are taken out the same way first. Then `B`
+        // cancels what it still holds (leftover timers: a handle must never wait forever).
         let mut stranded = Vec::new();
         let mut ring = {
             let mut queue = self.queue.lock();
@@ -392,5 +477,7 @@ impl Drop for ExecutorCore {
         let queued = std::iter::from_fn(|| ring.pop_front().map(ManuallyDrop::into_inner));
         self.lifecycle
             .drop_stranded(stranded.into_iter().chain(queued));
+        let leftovers = self.between.take_leftovers(&mut self.queue.lock().between);
+        B::cancel_leftovers(&self.lifecycle, leftovers);
     }
 }

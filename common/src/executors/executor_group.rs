@@ -1,7 +1,9 @@
-//! `ExecutorGroup`: N single-thread executors picked round robin, by index or by key.
+//! `ExecutorGroup`: N executors (of any [`Executor`] kind) picked round robin, by index or by
+//! key.
 
+use crate::executors::executor::Executor;
+use crate::executors::executor_stats::ExecutorStats;
 use crate::executors::pulsar_executors::PulsarExecutors;
-use crate::executors::scheduled::ScheduledExecutor;
 use crate::executors::single_thread_executor::SingleThreadExecutor;
 use crate::executors::task::Task;
 use crate::executors::thread_factory::{IndexedThreadFactory, NamedThreadFactory, ThreadFactory};
@@ -12,7 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A fixed group of [`SingleThreadExecutor`]s (SOFAJRaft's `FixedThreadsExecutorGroup` of
+/// A fixed group of executors of any [`Executor`] kind — [`SingleThreadExecutor`]s by default,
+/// [`ScheduledExecutor`](crate::executors::ScheduledExecutor)s through
+/// [`from_fn`](Self::from_fn) — (SOFAJRaft's `FixedThreadsExecutorGroup` of
 /// `MpscSingleThreadExecutor`s): pick one round robin with [`next`](Self::next), by index with
 /// [`select`](Self::select), or pin everything about one key to one executor with
 /// [`select_for_key`](Self::select_for_key) — tasks for that key then run in order, on one
@@ -67,56 +71,6 @@ pub struct ExecutorGroup<E = SingleThreadExecutor> {
     pool_name: String,
 }
 
-/// An executor an [`ExecutorGroup`] can hold: [`SingleThreadExecutor`] and
-/// [`ScheduledExecutor`] (a client's scheduled provider is a group of those).
-pub trait GroupMember: Send + Sync + 'static {
-    /// Starts a graceful shutdown.
-    fn shutdown(&self);
-    /// Stops, returning the queued tasks.
-    fn shutdown_now(&self) -> Vec<Task>;
-    /// Waits up to `timeout` for termination.
-    fn await_termination(&self, timeout: Duration) -> bool;
-    /// Whether it has been shut down.
-    fn is_shutdown(&self) -> bool;
-    /// Whether it has terminated.
-    fn is_terminated(&self) -> bool;
-    /// Tasks accepted and not yet started.
-    fn pending_tasks(&self) -> usize;
-    /// Its worker thread's name (once started), for log lines.
-    fn name(&self) -> String;
-}
-
-macro_rules! group_member {
-    ($executor:ty) => {
-        impl GroupMember for $executor {
-            fn shutdown(&self) {
-                <$executor>::shutdown(self)
-            }
-            fn shutdown_now(&self) -> Vec<Task> {
-                <$executor>::shutdown_now(self)
-            }
-            fn await_termination(&self, timeout: Duration) -> bool {
-                <$executor>::await_termination(self, timeout)
-            }
-            fn is_shutdown(&self) -> bool {
-                <$executor>::is_shutdown(self)
-            }
-            fn is_terminated(&self) -> bool {
-                <$executor>::is_terminated(self)
-            }
-            fn pending_tasks(&self) -> usize {
-                <$executor>::pending_tasks(self)
-            }
-            fn name(&self) -> String {
-                <$executor>::name(self)
-            }
-        }
-    };
-}
-
-group_member!(SingleThreadExecutor);
-group_member!(ScheduledExecutor);
-
 impl ExecutorGroup {
     /// `threads` executors whose threads are named `{pool_name}-{pool_id}-{index + 1}`, with
     /// auto shutdown on drop (see [`builder`](Self::builder) for the other settings).
@@ -141,7 +95,7 @@ impl ExecutorGroup {
     }
 }
 
-impl<E: GroupMember> ExecutorGroup<E> {
+impl<E: Executor> ExecutorGroup<E> {
     /// A group of `threads` executors of any kind made by `make`, which gets each executor's
     /// thread factory: executor `i`'s thread is named `{pool_name}-{pool_id}-{i + 1}`, one pool
     /// id for the group. (The client's scheduled-executor provider is built this way.)
@@ -310,17 +264,37 @@ impl<E: GroupMember> ExecutorGroup<E> {
 
     /// Whether every executor has been shut down.
     pub fn is_shutdown(&self) -> bool {
-        self.executors.iter().all(GroupMember::is_shutdown)
+        self.executors.iter().all(Executor::is_shutdown)
     }
 
     /// Whether every executor has terminated.
     pub fn is_terminated(&self) -> bool {
-        self.executors.iter().all(GroupMember::is_terminated)
+        self.executors.iter().all(Executor::is_terminated)
     }
 
     /// Tasks accepted and not yet started, over all executors.
     pub fn pending_tasks(&self) -> usize {
-        self.executors.iter().map(GroupMember::pending_tasks).sum()
+        self.executors.iter().map(Executor::pending_tasks).sum()
+    }
+
+    /// The sum of the executors' counters ([`Executor::stats`]: none takes a queue lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::ExecutorGroup;
+    /// use std::time::Duration;
+    ///
+    /// let group = ExecutorGroup::new("stats", 3);
+    /// for i in 0..30 {
+    ///     group.next().execute(move || assert!(i % 10 != 9)).unwrap();
+    /// }
+    /// assert!(group.shutdown_gracefully(Duration::from_secs(10)));
+    /// let stats = group.stats();
+    /// assert_eq!((stats.submitted, stats.completed, stats.panicked), (30, 30, 3));
+    /// ```
+    pub fn stats(&self) -> ExecutorStats {
+        self.executors.iter().map(Executor::stats).sum()
     }
 
     /// The pool name given at construction.
@@ -338,7 +312,7 @@ impl<'a, E> IntoIterator for &'a ExecutorGroup<E> {
     }
 }
 
-impl<E: GroupMember> fmt::Debug for ExecutorGroup<E> {
+impl<E: Executor> fmt::Debug for ExecutorGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecutorGroup")
             .field("pool_name", &self.pool_name)

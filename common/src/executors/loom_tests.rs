@@ -6,9 +6,11 @@
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --lib loom` (`cargo xtask test` does).
 
+use super::between_batches::NoTimers;
 use super::executor_core::ExecutorCore;
+
+type PlainCore = ExecutorCore<NoTimers>;
 use super::raw_task::RawTask;
-use crate::executors::fifo_admission::FifoCore;
 use crate::sync::{Arc, AtomicUsize, Ordering};
 use loom::thread;
 
@@ -19,15 +21,15 @@ fn counting_task(ran: &Arc<AtomicUsize>) -> RawTask {
     })
 }
 
-fn start_worker(core: &Arc<ExecutorCore>) -> thread::JoinHandle<()> {
+fn start_worker(core: &Arc<PlainCore>) -> thread::JoinHandle<()> {
     let core = Arc::clone(core);
-    thread::spawn(move || ExecutorCore::run_worker(&core))
+    thread::spawn(move || PlainCore::run_worker(&core))
 }
 
 #[test]
 fn loom_execute_racing_shutdown_now_loses_nothing_and_runs_nothing_twice() {
     loom::model(|| {
-        let core = Arc::new(ExecutorCore::new_started_for_loom(1));
+        let core = Arc::new(PlainCore::new_started_for_loom(1));
         let worker = start_worker(&core);
         let ran = Arc::new(AtomicUsize::new(0));
         let producer = {
@@ -35,14 +37,14 @@ fn loom_execute_racing_shutdown_now_loses_nothing_and_runs_nothing_twice() {
             thread::spawn(move || {
                 let mut accepted = 0;
                 for _ in 0..2 {
-                    if ExecutorCore::enqueue(&core, counting_task(&ran)).is_ok() {
+                    if PlainCore::enqueue(&core, counting_task(&ran)).is_ok() {
                         accepted += 1;
                     }
                 }
                 accepted
             })
         };
-        let returned = core.shutdown_now();
+        let returned = PlainCore::shutdown_now(&core);
         let accepted = producer.join().unwrap();
         worker.join().unwrap();
         let returned = returned.len();
@@ -53,7 +55,7 @@ fn loom_execute_racing_shutdown_now_loses_nothing_and_runs_nothing_twice() {
 #[test]
 fn loom_execute_racing_graceful_shutdown_runs_every_accepted_task() {
     loom::model(|| {
-        let core = Arc::new(ExecutorCore::new_started_for_loom(1));
+        let core = Arc::new(PlainCore::new_started_for_loom(1));
         let worker = start_worker(&core);
         let ran = Arc::new(AtomicUsize::new(0));
         let producer = {
@@ -61,14 +63,14 @@ fn loom_execute_racing_graceful_shutdown_runs_every_accepted_task() {
             thread::spawn(move || {
                 let mut accepted = 0;
                 for _ in 0..2 {
-                    if ExecutorCore::enqueue(&core, counting_task(&ran)).is_ok() {
+                    if PlainCore::enqueue(&core, counting_task(&ran)).is_ok() {
                         accepted += 1;
                     }
                 }
                 accepted
             })
         };
-        ExecutorCore::shutdown(&core);
+        PlainCore::shutdown(&core);
         let accepted = producer.join().unwrap();
         worker.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), accepted);
@@ -78,17 +80,17 @@ fn loom_execute_racing_graceful_shutdown_runs_every_accepted_task() {
 #[test]
 fn loom_a_parked_worker_is_woken_by_the_next_task() {
     loom::model(|| {
-        let core = Arc::new(ExecutorCore::new_started_for_loom(1));
+        let core = Arc::new(PlainCore::new_started_for_loom(1));
         let worker = start_worker(&core);
         let ran = Arc::new(AtomicUsize::new(0));
-        ExecutorCore::enqueue(&core, counting_task(&ran)).unwrap();
+        PlainCore::enqueue(&core, counting_task(&ran)).unwrap();
         let second = {
             let (core, ran) = (Arc::clone(&core), Arc::clone(&ran));
-            thread::spawn(move || ExecutorCore::enqueue(&core, counting_task(&ran)).is_ok())
+            thread::spawn(move || PlainCore::enqueue(&core, counting_task(&ran)).is_ok())
         };
         assert!(second.join().unwrap());
         // Both tasks must run before the worker can exit: a lost wake-up deadlocks here.
-        ExecutorCore::shutdown(&core);
+        PlainCore::shutdown(&core);
         worker.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
     });
@@ -97,14 +99,14 @@ fn loom_a_parked_worker_is_woken_by_the_next_task() {
 #[test]
 fn loom_a_batch_racing_shutdown_now_is_taken_whole_or_refused_whole() {
     loom::model(|| {
-        let core = Arc::new(ExecutorCore::new_started_for_loom(1));
+        let core = Arc::new(PlainCore::new_started_for_loom(1));
         let worker = start_worker(&core);
         let ran = Arc::new(AtomicUsize::new(0));
         let producer = {
             let (core, ran) = (Arc::clone(&core), Arc::clone(&ran));
             thread::spawn(move || {
                 let mut batch = vec![counting_task(&ran), counting_task(&ran)];
-                match ExecutorCore::enqueue_all(&core, &mut batch) {
+                match PlainCore::enqueue_all(&core, &mut batch) {
                     Ok(()) => {
                         assert!(batch.is_empty());
                         2
@@ -116,7 +118,7 @@ fn loom_a_batch_racing_shutdown_now_is_taken_whole_or_refused_whole() {
                 }
             })
         };
-        let returned = core.shutdown_now();
+        let returned = PlainCore::shutdown_now(&core);
         let accepted = producer.join().unwrap();
         worker.join().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst) + returned.len(), accepted);

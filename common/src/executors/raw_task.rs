@@ -30,7 +30,7 @@ type Storage = MaybeUninit<[usize; INLINE_WORDS]>;
 /// How to run, drop and identify the value in a task's storage.
 struct TaskVTable {
     /// Moves the closure out of the storage and calls it.
-    run: unsafe fn(*mut Storage),
+    run: unsafe fn(*mut Storage) -> JobOutcome,
     /// Drops the closure in the storage without calling it.
     drop: unsafe fn(*mut Storage),
     /// Moves the closure out of the storage into `out` (a `*mut MaybeUninit<F>`).
@@ -41,18 +41,33 @@ struct TaskVTable {
     inline: bool,
 }
 
+/// How a job the worker ran ended, for the executor's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobOutcome {
+    /// It ran to its end.
+    Completed,
+    /// It panicked: a submitted job caught its own panic into its handle and says so; an
+    /// `execute`d closure's panic unwinds to the worker's panic boundary, which reports it.
+    Panicked,
+    /// It was cancelled before it started (a submitted closure or a spawned future whose
+    /// handle's `cancel` won): a no-op, counted neither as completed nor as pending.
+    Cancelled,
+}
+
 /// Something a task slot can hold and run once: every `FnOnce() + Send + 'static`, plus the
 /// executor's own job types (a submitted closure with its result slot), so that a rejected job
 /// can be handed back with its original type.
 pub(crate) trait Job: Send + 'static {
-    /// Runs the job, consuming it.
-    fn run(self);
+    /// Runs the job, consuming it. A job that catches its own panic returns
+    /// [`JobOutcome::Panicked`]; one that panics unwinds to the caller.
+    fn run(self) -> JobOutcome;
 }
 
 impl<F: FnOnce() + Send + 'static> Job for F {
     #[inline]
-    fn run(self) {
-        self()
+    fn run(self) -> JobOutcome {
+        self();
+        JobOutcome::Completed
     }
 }
 
@@ -104,7 +119,7 @@ impl RawTask {
     /// Runs the closure on the current thread, consuming the task. A panic in the closure
     /// propagates to the caller; the closure's captures are dropped as it unwinds.
     #[inline]
-    pub(crate) fn run(self) {
+    pub(crate) fn run(self) -> JobOutcome {
         let mut task = ManuallyDrop::new(self);
         // SAFETY: by the module invariant the storage holds the value this vtable was made for;
         // `run` consumes it and `ManuallyDrop` keeps `Drop` from touching it again.
@@ -162,10 +177,10 @@ impl<F: Job> InlineVTable<F> {
 
     /// # Safety
     /// `storage` holds a live `F`, which this call consumes.
-    unsafe fn run(storage: *mut Storage) {
+    unsafe fn run(storage: *mut Storage) -> JobOutcome {
         // SAFETY: the caller guarantees a live `F` at `storage`; reading moves it out.
         let f = unsafe { ptr::read(storage.cast::<F>()) };
-        f.run();
+        f.run()
     }
 
     /// # Safety
@@ -197,11 +212,11 @@ impl<F: Job> BoxedVTable<F> {
 
     /// # Safety
     /// `storage` holds a live pointer from `Box::<F>::into_raw`, which this call consumes.
-    unsafe fn run(storage: *mut Storage) {
+    unsafe fn run(storage: *mut Storage) -> JobOutcome {
         // SAFETY: the caller guarantees the storage holds a pointer from `Box::into_raw`,
         // owned by this task; rebuilding the box takes that ownership back once.
         let f = unsafe { Box::from_raw(ptr::read(storage.cast::<*mut F>())) };
-        (*f).run();
+        (*f).run()
     }
 
     /// # Safety

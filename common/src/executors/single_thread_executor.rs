@@ -1,20 +1,7 @@
-//! `SingleThreadExecutor`: the handle users hold; clones share one executor.
+//! `SingleThreadExecutor`: the plain single-worker executor (nothing between batches).
 
-use crate::executors::executor_core::{ExecutorCore, RUNNING, TERMINATED};
-use crate::executors::fifo_admission::FifoCore;
-use crate::executors::invoke_any::{InvokeAnyError, InvokeFailure};
-use crate::executors::raw_task::{Job, RawTask};
-use crate::executors::rejected::RejectedExecution;
-use crate::executors::staging;
-use crate::executors::submit_task::SubmitJob;
-use crate::executors::task::Task;
-use crate::executors::task_error::TaskError;
-use crate::executors::task_handle::TaskHandle;
-use crate::sync::Arc as CoreArc;
-use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use crate::executors::between_batches::NoTimers;
+use crate::executors::single_worker_executor::SingleWorkerExecutor;
 
 /// A single-thread executor: one worker thread, started lazily, runs the tasks in FIFO order.
 ///
@@ -24,14 +11,15 @@ use std::time::Duration;
 /// - **Allocation-lean**: a closure capturing up to three machine words (an `Arc` and two
 ///   `usize`, say) is stored inline in its ring slot, so once the ring has grown to fit,
 ///   [`execute`](Self::execute) allocates nothing. Larger closures are boxed.
-/// - **Futures**: [`spawn`](Self::spawn) polls a future on the worker, again each time it is
-///   woken, queued like any task; [`submit`](Self::submit) and `spawn` return a
-///   [`TaskHandle`] to join, await or [`cancel`](TaskHandle::cancel).
+/// - **Futures**: [`spawn`](SingleWorkerExecutor::spawn) polls a future on the worker, again
+///   each time it is woken, queued like any task; [`submit`](Self::submit) and `spawn` return a
+///   [`TaskHandle`](crate::executors::TaskHandle) to join, await or
+///   [`cancel`](crate::executors::TaskHandle::cancel).
 /// - **Unbounded admission**: `execute` never blocks; tasks are rejected (and handed back)
 ///   only after shutdown.
 /// - **Panics** never stop the executor: a panicking `execute`d task is reported to the thread
 ///   factory's [`on_task_panic`](crate::executors::ThreadFactory::on_task_panic); a
-///   `submit`ted one to its [`TaskHandle`].
+///   `submit`ted one to its [`TaskHandle`](crate::executors::TaskHandle).
 /// - **Shutdown**: [`shutdown`](Self::shutdown) lets queued tasks run;
 ///   [`shutdown_now`](Self::shutdown_now) hands them back. For every task offered concurrently
 ///   with either, exactly one holds: it ran, `shutdown_now` returned it, or it was rejected.
@@ -43,8 +31,9 @@ use std::time::Duration;
 ///   blocks.
 /// - **Memory back after a burst**: once the worker has been idle for the configured period
 ///   (1 s by default) it trims the queue back to at most 64 slots; no global trimmer thread.
-/// - **No busy idling**: an idle worker spins briefly (tens of microseconds), yields a few
-///   times, then parks; producers make no wake-up call while the worker is awake.
+/// - **No busy idling**: an idle worker spins briefly (at most tens of microseconds, less
+///   while spinning does not pay, never yielding), then parks; producers make no wake-up call
+///   while the worker is awake.
 ///
 /// A task that holds a clone of its own executor keeps it alive (as in Java, where the queue
 /// is reachable from the worker): shut such executors down explicitly.
@@ -69,302 +58,4 @@ use std::time::Duration;
 /// assert!(executor.await_termination(Duration::from_secs(10)));
 /// assert_eq!(counter.load(Ordering::Relaxed), 100);
 /// ```
-#[derive(Clone)]
-pub struct SingleThreadExecutor {
-    handle: Arc<ExecutorHandle>,
-}
-
-/// The part every clone shares; its `Drop` is "the last clone went away".
-struct ExecutorHandle {
-    core: CoreArc<ExecutorCore>,
-    auto_shutdown_on_drop: bool,
-}
-
-impl Drop for ExecutorHandle {
-    fn drop(&mut self) {
-        if !self.auto_shutdown_on_drop && self.core.run_state() == RUNNING {
-            tracing::warn!(
-                executor = %self.core.name(),
-                "executor dropped without shutdown although auto_shutdown_on_drop is off; \
-                 shutting it down gracefully (queued tasks still run)"
-            );
-        }
-        ExecutorCore::shutdown(&self.core);
-    }
-}
-
-impl SingleThreadExecutor {
-    pub(crate) fn from_core(core: ExecutorCore, auto_shutdown_on_drop: bool) -> Self {
-        Self {
-            handle: Arc::new(ExecutorHandle {
-                core: CoreArc::new(core),
-                auto_shutdown_on_drop,
-            }),
-        }
-    }
-
-    /// Queues `f` to run on the worker thread. Never blocks.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing `f` back if the executor has been shut down, or if its
-    /// worker thread could not be started (the first accepted task starts it).
-    #[inline]
-    pub fn execute<F>(&self, f: F) -> Result<(), RejectedExecution<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.enqueue_job(f)
-    }
-
-    #[inline]
-    fn enqueue_job<J: Job>(&self, job: J) -> Result<(), RejectedExecution<J>> {
-        enqueue_job(&self.handle.core, job)
-    }
-
-    /// The core (for `spawn.rs`, whose wakers queue polls on it).
-    pub(crate) fn core(&self) -> &CoreArc<ExecutorCore> {
-        &self.handle.core
-    }
-
-    /// Queues every task of `tasks`, in order, taking the queue lock once for the whole batch
-    /// (and waking the worker at most once): for a producer with many tasks at hand, much
-    /// cheaper than one [`execute`](Self::execute) per task. Each task still runs as its own
-    /// task, in order, after the tasks queued before the call.
-    ///
-    /// All or nothing: either every task is accepted, or none is and all come back. The
-    /// iterator is run to its end *before* the lock is taken (the tasks are staged in a
-    /// per-thread buffer reused from call to call, so steady use allocates nothing beyond what
-    /// [`execute`](Self::execute) would), so it may do anything, even queue tasks itself.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing back every task, in order, if the executor has been shut
-    /// down or its worker thread could not be started. An empty batch is always accepted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pulsar_common::executors::PulsarExecutors;
-    /// use std::sync::mpsc;
-    ///
-    /// let executor = PulsarExecutors::new_single_thread_executor();
-    /// let (tx, rx) = mpsc::channel();
-    /// let tasks = (0..4).map(|i| {
-    ///     let tx = tx.clone();
-    ///     move || tx.send(i).unwrap()
-    /// });
-    /// executor.execute_all(tasks).unwrap();
-    /// assert_eq!(rx.iter().take(4).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    ///
-    /// executor.shutdown();
-    /// let rejected = executor.execute_all([|| (), || ()]).unwrap_err();
-    /// assert_eq!(rejected.into_task().len(), 2);
-    /// ```
-    pub fn execute_all<I, F>(&self, tasks: I) -> Result<(), RejectedExecution<Vec<F>>>
-    where
-        I: IntoIterator<Item = F>,
-        F: FnOnce() + Send + 'static,
-    {
-        staging::execute_all(tasks, |staged| {
-            ExecutorCore::enqueue_all(&self.handle.core, staged)
-        })
-    }
-
-    /// Queues `f` and returns a handle to its result, which can also
-    /// [`cancel`](TaskHandle::cancel) it. Allocates one cell per task, holding the closure and
-    /// its result; the queue holds only the cell's pointer.
-    ///
-    /// # Errors
-    ///
-    /// As for [`execute`](Self::execute): `f` comes back if the executor refused it.
-    pub fn submit<F, R>(&self, f: F) -> Result<TaskHandle<R>, RejectedExecution<F>>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        let core = &self.handle.core;
-        let (job, cell) = SubmitJob::new(f, core.cancelled_tasks().clone());
-        match self.enqueue_job(job) {
-            Ok(()) => Ok(TaskHandle::new(cell, core.id())),
-            Err(rejected) => {
-                let (job, reason) = rejected.into_parts();
-                Err(RejectedExecution::new(job.reclaim(), reason))
-            }
-        }
-    }
-
-    /// Runs every task and waits for all of them; results come back in the tasks' order.
-    /// A task the executor refused yields [`TaskError::Rejected`].
-    ///
-    /// Called on this executor's own worker thread (from one of its tasks), where it could
-    /// only wait forever, it submits nothing: every task is dropped unrun and yields
-    /// [`TaskError::WouldDeadlock`].
-    pub fn invoke_all<F, R>(&self, tasks: Vec<F>) -> Vec<Result<R, TaskError>>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        if self.handle.core.is_current_worker() {
-            return tasks
-                .into_iter()
-                .map(|_| Err(TaskError::WouldDeadlock))
-                .collect();
-        }
-        let handles: Vec<_> = tasks.into_iter().map(|task| self.submit(task)).collect();
-        handles
-            .into_iter()
-            .map(|handle| match handle {
-                Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
-            })
-            .collect()
-    }
-
-    /// Runs the tasks and returns the value of the first that succeeds (tasks run in order on
-    /// the one worker, so that is the first `Ok` in the list); the tasks after it are skipped.
-    ///
-    /// # Errors
-    ///
-    /// [`InvokeAnyError::NoTasks`] for an empty list; [`InvokeAnyError::AllFailed`] with each
-    /// task's failure, in order, when none succeeded — on this executor's own worker thread,
-    /// where it could only wait forever, at once, each task dropped unrun with
-    /// [`TaskError::WouldDeadlock`].
-    pub fn invoke_any<F, R, E>(&self, tasks: Vec<F>) -> Result<R, InvokeAnyError<E>>
-    where
-        F: FnOnce() -> Result<R, E> + Send + 'static,
-        R: Send + 'static,
-        E: Send + 'static,
-    {
-        if tasks.is_empty() {
-            return Err(InvokeAnyError::NoTasks);
-        }
-        if self.handle.core.is_current_worker() {
-            let refused = tasks
-                .into_iter()
-                .map(|_| InvokeFailure::Task(TaskError::WouldDeadlock));
-            return Err(InvokeAnyError::AllFailed(refused.collect()));
-        }
-        let succeeded = Arc::new(AtomicBool::new(false));
-        let handles: Vec<_> = tasks
-            .into_iter()
-            .map(|task| {
-                let succeeded = Arc::clone(&succeeded);
-                self.submit(move || {
-                    if succeeded.load(Ordering::Acquire) {
-                        return None; // an earlier task already succeeded: skip
-                    }
-                    let outcome = task();
-                    if outcome.is_ok() {
-                        succeeded.store(true, Ordering::Release);
-                    }
-                    Some(outcome)
-                })
-            })
-            .collect();
-        let mut failures = Vec::new();
-        for handle in handles {
-            let outcome = match handle {
-                Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
-            };
-            match outcome {
-                Ok(Some(Ok(value))) => return Ok(value),
-                Ok(Some(Err(error))) => failures.push(InvokeFailure::Failed(error)),
-                Ok(None) => failures.push(InvokeFailure::Task(TaskError::Cancelled)),
-                Err(error) => failures.push(InvokeFailure::Task(error)),
-            }
-        }
-        Err(InvokeAnyError::AllFailed(failures))
-    }
-
-    /// Starts a graceful shutdown: new tasks are rejected, queued tasks still run, then the
-    /// worker exits. Idempotent; does not wait (see
-    /// [`await_termination`](Self::await_termination)).
-    pub fn shutdown(&self) {
-        ExecutorCore::shutdown(&self.handle.core);
-    }
-
-    /// Stops at once: new tasks are rejected and every queued task not yet started comes back,
-    /// oldest first. The task running now (if any) finishes — Rust cannot interrupt a thread.
-    /// Dropping a returned [`Task`] cancels it (its handle yields [`TaskError::Cancelled`]).
-    /// The entries of tasks cancelled earlier ([`TaskHandle::cancel`]) come back too, as
-    /// tasks that do nothing.
-    pub fn shutdown_now(&self) -> Vec<Task> {
-        self.handle.core.shutdown_now()
-    }
-
-    /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
-    pub fn is_shutdown(&self) -> bool {
-        self.handle.core.run_state() != RUNNING
-    }
-
-    /// Whether the executor is shut down and its worker has exited (or never started).
-    pub fn is_terminated(&self) -> bool {
-        self.handle.core.run_state() == TERMINATED
-    }
-
-    /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
-    /// own worker thread it returns at once (the worker cannot wait for itself).
-    pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.handle.core.await_termination(timeout)
-    }
-
-    /// Tasks accepted and not yet started.
-    pub fn pending_tasks(&self) -> usize {
-        self.handle.core.pending_tasks()
-    }
-
-    /// Task slots allocated now (each slot is four machine words).
-    pub fn queue_capacity(&self) -> usize {
-        self.handle.core.queue_capacity()
-    }
-
-    /// How many times a producer had to wake the parked worker (a diagnostic: producers make
-    /// a wake-up call only when the worker is parked, never while it is awake).
-    pub fn worker_wakeups(&self) -> u64 {
-        self.handle.core.wakeups()
-    }
-
-    /// Whether dropping the last clone shuts the executor down without a warning.
-    pub fn auto_shutdown_on_drop(&self) -> bool {
-        self.handle.auto_shutdown_on_drop
-    }
-
-    /// The worker thread's name once started, else `single-thread-executor#<id>`.
-    pub fn name(&self) -> String {
-        self.handle.core.name()
-    }
-}
-
-impl fmt::Debug for SingleThreadExecutor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.handle.core.run_state() {
-            RUNNING => "running",
-            TERMINATED => "terminated",
-            _ => "shutting down",
-        };
-        f.debug_struct("SingleThreadExecutor")
-            .field("name", &self.name())
-            .field("state", &state)
-            .field("pending_tasks", &self.pending_tasks())
-            .field("auto_shutdown_on_drop", &self.handle.auto_shutdown_on_drop)
-            .finish()
-    }
-}
-
-/// Queues `job` on `core` through the one path every task takes (`execute`, `submit`, and a
-/// spawned future's polls); a refused job comes back with its own type.
-#[inline]
-pub(crate) fn enqueue_job<J: Job>(
-    core: &CoreArc<ExecutorCore>,
-    job: J,
-) -> Result<(), RejectedExecution<J>> {
-    match ExecutorCore::enqueue(core, RawTask::new(job)) {
-        Ok(()) => Ok(()),
-        Err((raw, reason)) => match raw.downcast::<J>() {
-            Ok(job) => Err(RejectedExecution::new(job, reason)),
-            Err(_) => unreachable!("a rejected task comes back with its own type"),
-        },
-    }
-}
+pub type SingleThreadExecutor = SingleWorkerExecutor<NoTimers>;

@@ -43,12 +43,14 @@
 //!   not keep the executor from shutting down when its last handle is dropped). A future that
 //!   is never woken again stays where its wakers and its handle are.
 
+use crate::executors::between_batches::NoTimers;
 use crate::executors::cancelled_tasks::CancelledTasks;
 use crate::executors::executor_core::ExecutorCore;
-use crate::executors::raw_task::Job;
+use crate::executors::raw_task::{Job, JobOutcome};
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::result_slot::ResultSlot;
-use crate::executors::single_thread_executor::{enqueue_job, SingleThreadExecutor};
+use crate::executors::single_thread_executor::SingleThreadExecutor;
+use crate::executors::single_worker_executor::enqueue_job;
 use crate::executors::task_error::TaskError;
 use crate::executors::task_handle::{TaskCell, TaskHandle};
 use crate::sync::Arc as CoreArc;
@@ -145,7 +147,7 @@ struct SpawnCell<F: Future> {
     state: Mutex<State<F>>,
     slot: ResultSlot<F::Output>,
     /// The executor that polls it (its core: the worker's, not a user handle).
-    core: CoreArc<ExecutorCore>,
+    core: CoreArc<ExecutorCore<NoTimers>>,
     cancelled: CancelledTasks,
 }
 
@@ -185,9 +187,10 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    fn run(mut self) {
-        if let Some(cell) = self.cell.take() {
-            cell.poll();
+    fn run(mut self) -> JobOutcome {
+        match self.cell.take() {
+            Some(cell) => cell.poll(),
+            None => unreachable!("a queued poll holds its cell until it runs"),
         }
     }
 }
@@ -205,8 +208,9 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// A queued poll runs (on the worker, or on a `shutdown_now` caller's thread).
-    fn poll(self: Arc<Self>) {
+    /// A queued poll runs (on the worker, or on a `shutdown_now` caller's thread). Each poll
+    /// is one task in the executor's statistics.
+    fn poll(self: Arc<Self>) -> JobOutcome {
         let future = {
             let mut state = self.state.lock();
             match std::mem::replace(&mut *state, State::Polling { woken: false }) {
@@ -214,8 +218,7 @@ where
                 State::CancelledQueued => {
                     *state = State::Done;
                     self.cancelled.entry_gone();
-                    // cancelled: JobOutcome::Cancelled at merge
-                    return;
+                    return JobOutcome::Cancelled;
                 }
                 State::Idle(_) | State::Polling { .. } | State::Done => {
                     unreachable!("a future has at most one queued poll, and only it polls")
@@ -242,13 +245,18 @@ where
                 if requeue {
                     self.queue_poll();
                 }
-                return;
+                return JobOutcome::Completed;
             }
             Ok(Poll::Ready(value)) => Ok(value),
             Err(payload) => Err(TaskError::panicked(payload)),
         };
+        let job_outcome = match outcome {
+            Ok(_) => JobOutcome::Completed,
+            Err(_) => JobOutcome::Panicked,
+        };
         *self.state.lock() = State::Done;
         self.slot.complete_after_dropping(future, outcome);
+        job_outcome
     }
 
     /// Queues a poll (the state is `Queued` already). Refused (the executor was shut down),

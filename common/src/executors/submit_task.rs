@@ -21,7 +21,7 @@
 //! No user code runs under the lock: closures run and drop after it is released.
 
 use crate::executors::cancelled_tasks::CancelledTasks;
-use crate::executors::raw_task::Job;
+use crate::executors::raw_task::{Job, JobOutcome};
 use crate::executors::result_slot::ResultSlot;
 use crate::executors::task_error::TaskError;
 use crate::executors::task_handle::TaskCell;
@@ -87,8 +87,10 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    fn run(mut self) {
-        let Some(cell) = self.cell.take() else { return };
+    fn run(mut self) -> JobOutcome {
+        let Some(cell) = self.cell.take() else {
+            unreachable!("an entry holds its cell until it runs or is reclaimed")
+        };
         let f = {
             let mut stage = cell.stage.lock();
             match std::mem::replace(&mut *stage, Stage::Claimed) {
@@ -96,14 +98,18 @@ where
                 Stage::Cancelled => {
                     *stage = Stage::Dropped;
                     cell.cancelled.entry_gone();
-                    // cancelled: JobOutcome::Cancelled at merge
-                    return;
+                    return JobOutcome::Cancelled;
                 }
                 Stage::Claimed | Stage::Dropped => unreachable!("a task's one entry runs once"),
             }
         };
         let outcome = panic::catch_unwind(AssertUnwindSafe(f)).map_err(TaskError::panicked);
+        let job_outcome = match outcome {
+            Ok(_) => JobOutcome::Completed,
+            Err(_) => JobOutcome::Panicked,
+        };
         cell.slot.complete(outcome);
+        job_outcome
     }
 }
 

@@ -45,7 +45,7 @@ impl Task {
     /// Runs the task on the calling thread. A panic in a task given to `execute` propagates to
     /// the caller; a task given to `submit` catches its panic and reports it to its handle.
     pub fn run(self) {
-        self.raw.run()
+        self.raw.run();
     }
 }
 

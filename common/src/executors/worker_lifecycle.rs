@@ -1,15 +1,12 @@
 //! `WorkerLifecycle`: what every executor core shares with its one worker thread — the run
 //! state's lock-free mirror, termination signalling, naming, thread start, the panic boundary
-//! and the bounded idle spin. `ExecutorCore` and `ScheduledCore` both stand on it, so these
-//! rules are written once.
+//! and the bounded idle spin: the parts of `ExecutorCore` that do not depend on its queue.
 
-use crate::executors::executor_core::{WorkerState, RUNNING, TERMINATED};
-use crate::executors::raw_task::RawTask;
-use crate::executors::rejected::RejectReason;
+use crate::executors::executor_core::TERMINATED;
+use crate::executors::raw_task::{JobOutcome, RawTask};
 use crate::executors::thread_factory::ThreadFactory;
 #[cfg(not(loom))]
 use crate::executors::thread_factory::ThreadFactoryPanicked;
-use crate::idle_spin::{self, MAX_SPIN};
 use crate::sync::{AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
 use std::any::Any;
 use std::cell::Cell;
@@ -81,14 +78,6 @@ impl Drop for WorkerGuard {
         let previous = self.previous;
         let _ = CURRENT_EXECUTOR.try_with(|current| current.set(previous));
     }
-}
-
-/// What the lazy-start protocol needs of a core's lock-protected state.
-pub(crate) trait WorkerSlot {
-    /// The run state (`RUNNING`, `SHUTDOWN`, ...).
-    fn run(&self) -> u8;
-    /// Whether the worker thread exists.
-    fn worker_mut(&mut self) -> &mut WorkerState;
 }
 
 impl WorkerLifecycle {
@@ -233,11 +222,16 @@ impl WorkerLifecycle {
         Some(WorkerGuard { previous })
     }
 
-    /// Runs a task at the one panic boundary: a panic goes to the factory's hook.
+    /// Runs a task at the one panic boundary: a panic goes to the factory's hook. Returns how
+    /// the task ended (a submitted task catches its own panic and says so).
     #[inline]
-    pub(crate) fn run_task(&self, task: RawTask) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-            self.report_panic(payload);
+    pub(crate) fn run_task(&self, task: RawTask) -> JobOutcome {
+        match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+            Ok(outcome) => outcome,
+            Err(payload) => {
+                self.report_panic(payload);
+                JobOutcome::Panicked
+            }
         }
     }
 
@@ -250,47 +244,6 @@ impl WorkerLifecycle {
             panic::catch_unwind(AssertUnwindSafe(move || factory.on_task_panic(payload)))
         {
             drop_panic_payload(hook_panic);
-        }
-    }
-
-    /// The lazy start, for both cores. Called holding `queue` (the guard of `lock`) with the run
-    /// state `RUNNING` and no worker: marks the worker `Starting`, releases the lock, starts the
-    /// thread with `spawn` (the factory is user code: never under the lock) and takes the lock
-    /// again. Returns it, still `RUNNING`, with the worker `Started`, so that the caller queues
-    /// the work that asked for the thread only once the thread exists: a failed start hands
-    /// that work back. After a failed start the worker is `NotStarted` again and
-    /// `after_failed_start` runs under the lock (a shut-down core with nothing left terminates).
-    ///
-    /// # Errors
-    ///
-    /// `Shutdown` if the core was shut down while the thread started (the worker sees it and
-    /// exits), or the factory's error.
-    #[cold]
-    pub(crate) fn start_worker<'a, Q: WorkerSlot>(
-        &self,
-        lock: &'a Mutex<Q>,
-        mut queue: MutexGuard<'a, Q>,
-        spawn: impl FnOnce() -> std::io::Result<()>,
-        after_failed_start: impl FnOnce(&mut Q),
-    ) -> Result<MutexGuard<'a, Q>, RejectReason> {
-        *queue.worker_mut() = WorkerState::Starting;
-        drop(queue);
-        match spawn() {
-            Ok(()) => {
-                let mut queue = lock.lock();
-                *queue.worker_mut() = WorkerState::Started;
-                if queue.run() != RUNNING {
-                    return Err(RejectReason::Shutdown);
-                }
-                Ok(queue)
-            }
-            Err(error) => {
-                tracing::error!(executor = %self.name(), %error, "cannot start the executor's worker thread");
-                let mut queue = lock.lock();
-                *queue.worker_mut() = WorkerState::NotStarted;
-                after_failed_start(&mut queue);
-                Err(RejectReason::ThreadStartFailed(error))
-            }
         }
     }
 
@@ -310,13 +263,6 @@ impl WorkerLifecycle {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
             self.report_panic(payload);
         }
-    }
-
-    /// A bounded spin watching `work_hint`, never yielding, adapted to whether spinning has
-    /// been winning on this thread (`idle_spin.rs`); an idle executor then parks and costs no
-    /// CPU.
-    pub(crate) fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
-        idle_spin::spin_for_work(work_hint, MAX_SPIN);
     }
 }
 

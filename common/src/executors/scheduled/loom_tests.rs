@@ -7,10 +7,9 @@
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --lib loom` (`cargo xtask test` does).
 
-use super::scheduled_core::ScheduledCore;
 use super::scheduled_handle::ScheduledHandle;
 use super::timer_entry::{EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob};
-use crate::executors::fifo_admission::FifoCore;
+use super::timers::ScheduledCore;
 use crate::executors::raw_task::RawTask;
 use crate::executors::task_error::TaskError;
 use crate::sync::{Arc, AtomicUsize, Ordering};
@@ -51,7 +50,7 @@ fn counting_job(ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) -> impl FnOn
 #[test]
 fn loom_cancel_racing_the_fire_of_a_due_timer_is_exactly_one_of_them() {
     loom::model(|| {
-        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let handle = arm(&core, Once(counting_job(&ran, &dropped)), None).unwrap();
@@ -78,7 +77,7 @@ fn loom_cancel_racing_the_fire_of_a_due_timer_is_exactly_one_of_them() {
 #[test]
 fn loom_cancel_racing_a_periodic_run_never_rearms_it() {
     loom::model(|| {
-        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let (counted, token) = (Arc::clone(&ran), Token(Arc::clone(&dropped)));
@@ -111,7 +110,7 @@ fn loom_cancel_racing_a_periodic_run_never_rearms_it() {
 #[test]
 fn loom_offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
     loom::model(|| {
-        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let producer = {
@@ -146,7 +145,7 @@ fn loom_offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
 #[test]
 fn loom_offers_racing_graceful_shutdown_run_every_accepted_task() {
     loom::model(|| {
-        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let worker = {
             let core = Arc::clone(&core);
             thread::spawn(move || ScheduledCore::run_worker(&core))
@@ -175,7 +174,7 @@ fn loom_offers_racing_graceful_shutdown_run_every_accepted_task() {
 #[test]
 fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
     loom::model(|| {
-        let core = Arc::new(ScheduledCore::new_started_for_loom());
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         // Two immediate tasks, so the worker has a task boundary at which to take the timer.

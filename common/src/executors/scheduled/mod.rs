@@ -2,8 +2,11 @@
 //!
 //! - [`ScheduledExecutor`] (`scheduled_executor.rs`): the handle users hold; clones share one
 //!   executor.
-//! - `ScheduledCore` (`scheduled_core.rs`): the state the handles share with the worker, and
-//!   the worker loop — a FIFO fast path for immediate tasks beside a timer wheel.
+//! - `Timers` (`timers.rs`): what the worker does between batches of immediate tasks — fire
+//!   the timers that fell due — as the parameter of the executor core shared with the plain
+//!   executor (`ScheduledCore` is `ExecutorCore<Timers>`).
+//! - `scheduled_core.rs`: the scheduled executor's own operations on that core: arm, cancel,
+//!   re-arm, fire.
 //! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel over an
 //!   indexed slab whose entries know their slot, so `cancel` unlinks and frees an entry in O(1).
 //! - `TimerEntry` (`timer_entry.rs`): one delayed or periodic task, its state machine and its
@@ -18,6 +21,7 @@ mod scheduled_executor;
 mod scheduled_handle;
 mod timer_entry;
 mod timer_wheel;
+pub(crate) mod timers;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

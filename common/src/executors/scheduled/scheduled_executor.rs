@@ -1,19 +1,16 @@
-//! `ScheduledExecutor`: the handle users hold; clones share one scheduled executor.
+//! `ScheduledExecutor`: the single-worker executor whose worker also fires timers, and the
+//! operations only it has (`schedule*`).
 
-use crate::executors::executor_core::{RUNNING, TERMINATED};
-use crate::executors::fifo_admission::FifoCore;
-use crate::executors::raw_task::RawTask;
+use crate::executors::executor_builder::ScheduledExecutorBuilder;
 use crate::executors::rejected::RejectedExecution;
-use crate::executors::scheduled::scheduled_core::ScheduledCore;
 use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
 use crate::executors::scheduled::timer_entry::{
     add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
 };
-use crate::executors::staging;
-use crate::executors::task::Task;
+use crate::executors::scheduled::timers::{ScheduledCore, Timers};
+use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::Arc as CoreArc;
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,6 +47,12 @@ use std::time::{Duration, Instant};
 /// - **Lifecycle**: the worker starts with the first accepted task; dropping the last clone
 ///   shuts the executor down gracefully (so armed one-shot timers keep the thread until they
 ///   have run: cancel them, or call `shutdown_now`, to let it go at once). `Drop` never blocks.
+///   With `auto_shutdown_on_drop(false)` ([`builder`](Self::builder)) the owner is expected to
+///   shut it down; a last clone dropped anyway still shuts it down, with a warning.
+/// - **Same core as the plain executor**: admission, lazy start, shutdown, termination, idle
+///   trim and `Drop` are one piece of code for both; the builder has the same settings, and
+///   [`submit`](Self::submit), [`invoke_all`](Self::invoke_all),
+///   [`invoke_any`](Self::invoke_any) take the FIFO fast path.
 ///
 /// # Examples
 ///
@@ -85,93 +88,19 @@ use std::time::{Duration, Instant};
 /// executor.shutdown();
 /// assert!(executor.await_termination(Duration::from_secs(10)));
 /// ```
-#[derive(Clone)]
-pub struct ScheduledExecutor {
-    handle: Arc<ExecutorHandle>,
-}
-
-/// The part every clone shares; its `Drop` is "the last clone went away".
-struct ExecutorHandle {
-    core: CoreArc<ScheduledCore>,
-}
-
-impl Drop for ExecutorHandle {
-    fn drop(&mut self) {
-        ScheduledCore::shutdown(&self.core);
-    }
-}
+pub type ScheduledExecutor = SingleWorkerExecutor<Timers>;
 
 impl ScheduledExecutor {
-    /// A scheduled executor whose worker thread comes from `thread_factory`. No thread starts
-    /// until the first task or timer is accepted.
+    /// A scheduled executor whose worker thread comes from `thread_factory`, with the
+    /// builder's other defaults. No thread starts until the first task or timer is accepted.
     pub fn new(thread_factory: impl ThreadFactory) -> Self {
-        Self {
-            handle: Arc::new(ExecutorHandle {
-                core: CoreArc::new(ScheduledCore::new(Arc::new(thread_factory))),
-            }),
-        }
+        Self::builder().thread_factory(thread_factory).build()
     }
 
-    fn core(&self) -> &CoreArc<ScheduledCore> {
-        &self.handle.core
-    }
-
-    /// Queues `f` to run on the worker thread as soon as it can: the FIFO fast path, never
-    /// through the timer wheel. Never blocks.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing `f` back if the executor has been shut down, or if its
-    /// worker thread could not be started.
-    #[inline]
-    pub fn execute<F>(&self, f: F) -> Result<(), RejectedExecution<F>>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        match ScheduledCore::enqueue(self.core(), RawTask::new(f)) {
-            Ok(()) => Ok(()),
-            Err((raw, reason)) => match raw.downcast::<F>() {
-                Ok(f) => Err(RejectedExecution::new(f, reason)),
-                Err(_) => unreachable!("a rejected task comes back with its own type"),
-            },
-        }
-    }
-
-    /// Queues every task of `tasks` on the FIFO fast path, in order, taking the queue lock once
-    /// for the whole batch; all or nothing. The same contract as
-    /// [`SingleThreadExecutor::execute_all`](crate::executors::SingleThreadExecutor::execute_all):
-    /// the iterator runs before the lock is taken, and steady use allocates nothing.
-    ///
-    /// # Errors
-    ///
-    /// [`RejectedExecution`] handing back every task, in order, if the executor has been shut
-    /// down or its worker thread could not be started. An empty batch is always accepted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor};
-    /// use std::sync::mpsc;
-    ///
-    /// let executor = ScheduledExecutor::new(NamedThreadFactory::new("batch"));
-    /// let (tx, rx) = mpsc::channel();
-    /// executor
-    ///     .execute_all((0..3).map(|i| {
-    ///         let tx = tx.clone();
-    ///         move || tx.send(i).unwrap()
-    ///     }))
-    ///     .unwrap();
-    /// assert_eq!(rx.iter().take(3).collect::<Vec<_>>(), [0, 1, 2]);
-    /// # executor.shutdown();
-    /// ```
-    pub fn execute_all<I, F>(&self, tasks: I) -> Result<(), RejectedExecution<Vec<F>>>
-    where
-        I: IntoIterator<Item = F>,
-        F: FnOnce() + Send + 'static,
-    {
-        staging::execute_all(tasks, |staged| {
-            ScheduledCore::enqueue_all(self.core(), staged)
-        })
+    /// A builder for every setting: thread factory or pool name, auto shutdown on drop,
+    /// initial capacity, idle trim (the same settings as the single-thread executor's).
+    pub fn builder() -> ScheduledExecutorBuilder {
+        ScheduledExecutorBuilder::new()
     }
 
     /// Runs `f` once, `delay` from now (not before). The handle cancels it or joins its value.
@@ -268,46 +197,6 @@ impl ScheduledExecutor {
         }
     }
 
-    /// Starts a graceful shutdown: new tasks are rejected; queued immediate tasks still run;
-    /// armed one-shot timers still run at their deadlines; periodic timers are cancelled (their
-    /// handles report [`TaskError::Cancelled`](crate::executors::TaskError::Cancelled)). The
-    /// worker exits when nothing is left. Idempotent; does not wait (see
-    /// [`await_termination`](Self::await_termination)).
-    pub fn shutdown(&self) {
-        ScheduledCore::shutdown(self.core());
-    }
-
-    /// Stops at once: new tasks are rejected, and every task not yet started comes back —
-    /// immediate tasks oldest first, then one-shot timers earliest first, whatever their
-    /// deadlines. Periodic timers are cancelled instead. The task running now (if any)
-    /// finishes. Running a returned timer task runs it (and completes its handle); dropping it
-    /// cancels it.
-    pub fn shutdown_now(&self) -> Vec<Task> {
-        ScheduledCore::shutdown_now(self.core())
-    }
-
-    /// Whether `shutdown` or `shutdown_now` has been called (or the last clone dropped).
-    pub fn is_shutdown(&self) -> bool {
-        self.core().run_state() != RUNNING
-    }
-
-    /// Whether the executor is shut down and its worker has exited (or never started).
-    pub fn is_terminated(&self) -> bool {
-        self.core().run_state() == TERMINATED
-    }
-
-    /// Waits up to `timeout` for termination; `true` if terminated. Called from the executor's
-    /// own worker thread it returns at once.
-    pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.core().await_termination(timeout)
-    }
-
-    /// Live entries: immediate tasks not yet started plus armed timers. A cancelled timer is
-    /// removed at once and not counted.
-    pub fn pending_tasks(&self) -> usize {
-        self.core().pending_tasks()
-    }
-
     /// Armed timers (delayed or periodic, waiting for their deadline).
     pub fn armed_timers(&self) -> usize {
         self.core().armed_timers()
@@ -318,16 +207,6 @@ impl ScheduledExecutor {
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()
     }
-
-    /// Immediate-task slots allocated now (each slot is four machine words).
-    pub fn queue_capacity(&self) -> usize {
-        self.core().queue_capacity()
-    }
-
-    /// The worker thread's name once started, else `scheduled-executor#<id>`.
-    pub fn name(&self) -> String {
-        self.core().name()
-    }
 }
 
 /// Unwraps the executor's job wrapper from a rejected task, handing the caller's closure back.
@@ -337,19 +216,4 @@ fn unwrap_rejected<J, F>(
 ) -> RejectedExecution<F> {
     let (job, reason) = rejected.into_parts();
     RejectedExecution::new(unwrap(job), reason)
-}
-
-impl fmt::Debug for ScheduledExecutor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.core().run_state() {
-            RUNNING => "running",
-            TERMINATED => "terminated",
-            _ => "shutting down",
-        };
-        f.debug_struct("ScheduledExecutor")
-            .field("name", &self.name())
-            .field("state", &state)
-            .field("pending_tasks", &self.pending_tasks())
-            .finish()
-    }
 }

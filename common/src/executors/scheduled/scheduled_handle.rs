@@ -1,7 +1,7 @@
 //! `ScheduledHandle`: cancel, poll or join a delayed or periodic task.
 
-use crate::executors::scheduled::scheduled_core::ScheduledCore;
 use crate::executors::scheduled::timer_entry::{EntryOutcome, CANCELLED, DONE};
+use crate::executors::scheduled::timers::ScheduledCore;
 use crate::executors::task_error::TaskError;
 use crate::sync::Arc as CoreArc;
 use std::fmt;

@@ -268,6 +268,19 @@ impl<J: TimerJob> TimerEntry<J> {
     }
 }
 
+/// What one [`Timer::fire`] did (the worker counts it in the executor's statistics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fired {
+    /// Not run: the entry had been cancelled.
+    Skipped,
+    /// Ran, and is done (a one-shot, or a periodic one cancelled during its run).
+    Done,
+    /// A periodic entry ran and must be re-armed (or cancelled) by the caller.
+    Again,
+    /// Ran and panicked; it is done.
+    Panicked,
+}
+
 /// The face of an entry that the heap, the worker and `shutdown` see, whatever its closure.
 pub(crate) trait Timer: Send + Sync + 'static {
     /// The state and heap position.
@@ -276,13 +289,14 @@ pub(crate) trait Timer: Send + Sync + 'static {
     /// Whether the entry repeats.
     fn is_periodic(&self) -> bool;
 
-    /// Runs the entry once if it is still `SCHEDULED` (else does nothing: it was cancelled).
+    /// Runs the entry once if it is still `SCHEDULED` (else does nothing: it was cancelled,
+    /// [`Fired::Skipped`]).
     ///
-    /// Returns `true` when a periodic entry ran without panicking and should run again: its
-    /// state is still `RUNNING` and the caller must re-arm it (`try_rearm` + heap push) or
-    /// cancel it. A panicking periodic run completes the entry with the panic and returns
-    /// `false`: it stops repeating.
-    fn fire(&self) -> bool;
+    /// Returns [`Fired::Again`] when a periodic entry ran without panicking and should run
+    /// again: its state is still `RUNNING` and the caller must re-arm it (`try_rearm` + heap
+    /// push) or cancel it. A panicking periodic run completes the entry with the panic and
+    /// returns [`Fired::Panicked`]: it stops repeating.
+    fn fire(&self) -> Fired;
 
     /// After a successful [`EntryHeader::try_cancel`]: drops the closure (unless it is running,
     /// in which case the worker drops it after the run) and completes the handle with
@@ -304,22 +318,22 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
         self.period.is_some()
     }
 
-    fn fire(&self) -> bool {
+    fn fire(&self) -> Fired {
         if !self.header.try_start() {
-            return false;
+            return Fired::Skipped;
         }
         let job = self.body.lock().job.take();
         let Some(job) = job else {
             // Unreachable: a SCHEDULED entry holds its closure, and only the claim takes it.
             debug_assert!(false, "a claimed entry had no closure");
-            return false;
+            return Fired::Skipped;
         };
         let (outcome, again) = job.run_once();
         match outcome {
             Ok(value) if self.period.is_none() => {
                 let _ = self.header.transition(RUNNING, DONE);
                 self.complete(Ok(value));
-                false
+                Fired::Done
             }
             Ok(_) => {
                 // Put the closure back unless a cancel came in during the run; a cancel after
@@ -335,7 +349,11 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                 };
                 let rearm = stale.is_none();
                 drop(stale);
-                rearm
+                if rearm {
+                    Fired::Again
+                } else {
+                    Fired::Done
+                }
             }
             Err(payload) => {
                 if self.period.is_some() {
@@ -349,7 +367,7 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                 if self.header.transition(RUNNING, DONE) {
                     self.complete(Err(TaskError::panicked(payload)));
                 }
-                false
+                Fired::Panicked
             }
         }
     }

@@ -88,7 +88,7 @@ struct Levels {
 }
 
 /// A hierarchical timing wheel of armed timers.
-pub(crate) struct TimerWheel {
+pub struct TimerWheel {
     nodes: Vec<Node>,
     /// The free slab slots, linked through `next`.
     free: usize,

@@ -1,0 +1,27 @@
+//! `ExecutorHandle`: the part every clone of an executor shares — its core and its drop
+//! policy. Its `Drop` is "the last clone went away".
+
+use crate::executors::between_batches::BetweenBatches;
+use crate::executors::executor_core::{ExecutorCore, RUNNING};
+use crate::sync::Arc as CoreArc;
+
+/// What every clone of a [`SingleWorkerExecutor`](crate::executors::SingleWorkerExecutor)
+/// shares.
+pub(crate) struct ExecutorHandle<B: BetweenBatches> {
+    pub(crate) core: CoreArc<ExecutorCore<B>>,
+    /// Whether dropping the last clone shuts the executor down without a warning.
+    pub(crate) auto_shutdown_on_drop: bool,
+}
+
+impl<B: BetweenBatches> Drop for ExecutorHandle<B> {
+    fn drop(&mut self) {
+        if !self.auto_shutdown_on_drop && self.core.run_state() == RUNNING {
+            tracing::warn!(
+                executor = %self.core.name(),
+                "executor dropped without shutdown although auto_shutdown_on_drop is off; \
+                 shutting it down gracefully (queued tasks still run)"
+            );
+        }
+        ExecutorCore::shutdown(&self.core);
+    }
+}

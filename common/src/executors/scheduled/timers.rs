@@ -1,0 +1,398 @@
+//! `Timers`: what the scheduled executor's worker does between batches — take the timers that
+//! fell due from the wheel into the due list and fire them, one at a time, at task boundaries.
+//! The core's `BetweenBatches` parameter for `ScheduledExecutor`.
+//!
+//! The protocol (lock order, cancel vs fire, the `next_due` hint) is described in `README.md`
+//! beside this file.
+
+use crate::executors::between_batches::BetweenBatches;
+use crate::executors::executor_core::{ExecutorCore, QueueState};
+use crate::executors::executor_counters::EventCounters;
+use crate::executors::raw_task::{Job, JobOutcome, RawTask};
+use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_wheel::TimerWheel;
+use crate::executors::worker_lifecycle::WorkerLifecycle;
+use crate::idle_spin;
+use crate::sync::{Arc, AtomicBool, CachePadded, Mutex, Ordering};
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+/// How long the worker spins, without yielding, for work or a timer falling due while a timer is
+/// armed, before it parks (see `spin_for_work`).
+const TIMER_SPIN: Duration = Duration::from_micros(10);
+
+/// The scheduled executor's core.
+pub(crate) type ScheduledCore = ExecutorCore<Timers>;
+
+/// The kind of [`ScheduledExecutor`](crate::executors::ScheduledExecutor): its worker fires
+/// the timers that fall due between (and within) batches. Internally: the lock-free half of the
+/// timers (the wheel itself is under the queue lock).
+pub struct Timers {
+    /// The timers that were due when the worker last took work, earliest first; they run
+    /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
+    /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
+    /// Lock order: the queue lock, then this, then an entry's own lock.
+    pub(crate) due: CachePadded<Mutex<VecDeque<std::sync::Arc<dyn Timer>>>>,
+    /// Whether the worker moved timers into `due` since it last found `due` empty: read and
+    /// written by the worker only, so a batch with no timer due costs no lock of `due`.
+    due_pending: AtomicBool,
+    /// Whether the timer wheel may hold entries: set under the queue lock by every push,
+    /// cleared under it by the worker when it sees the wheel empty. A hint for the worker's
+    /// lock-free look before it takes the producers' lock (`refill_batch`); stale `true` only
+    /// costs a lock round trip.
+    pub(crate) armed: AtomicBool,
+    /// When the earliest armed timer falls due, in nanoseconds from `origin` (`u64::MAX`:
+    /// none armed). A hint the worker reads without a lock between two tasks of a batch and
+    /// while it spins, so that a timer falling due then runs at the next task boundary rather
+    /// than after the batch. Written under the queue lock: by `arm` and `rearm` when their
+    /// timer became the earliest, and by the worker whenever it takes due timers. A cancel
+    /// leaves it early, which costs one look under the lock. (A plain std atomic: it orders
+    /// nothing, so the loom models need not track it.)
+    next_due: std::sync::atomic::AtomicU64,
+    /// The timer wheel's origin (`TimerWheel::origin`), to read `next_due` against the clock.
+    origin: Instant,
+}
+
+/// Timers taken out under the queue lock — periodic timers cancelled at shutdown, or the
+/// leftovers of a dropped core — to finish (drop their closures) without it.
+#[derive(Default)]
+pub struct Detached(Vec<std::sync::Arc<dyn Timer>>);
+
+/// A one-shot timer handed back by `shutdown_now`, as a [`Task`](crate::executors::Task).
+///
+/// Running it fires the entry (completing its handle); dropping it unrun cancels the entry, so
+/// the task's handle never waits forever. Three words: it sits inline in a task slot.
+struct Fire {
+    entry: Option<std::sync::Arc<dyn Timer>>,
+    core: Arc<ScheduledCore>,
+}
+
+impl Job for Fire {
+    fn run(mut self) -> JobOutcome {
+        let entry = self.entry.take().expect("a Fire runs once");
+        match ScheduledCore::fire(&self.core, entry) {
+            Fired::Panicked => JobOutcome::Panicked,
+            Fired::Done | Fired::Again | Fired::Skipped => JobOutcome::Completed,
+        }
+    }
+}
+
+impl Drop for Fire {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take() {
+            cancel_detached(&*entry);
+        }
+    }
+}
+
+/// Cancels an entry that is not in the wheel (due, or handed back by `shutdown_now`).
+pub(crate) fn cancel_detached(entry: &dyn Timer) {
+    if entry.header().try_cancel(entry.is_periodic()) {
+        entry.finish_cancel();
+    }
+}
+
+impl fmt::Debug for Timers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Timers")
+    }
+}
+
+impl Timers {
+    /// Records that `deadline` is the earliest armed timer's. Caller holds the queue lock.
+    pub(crate) fn set_next_due(&self, deadline: Instant) {
+        self.next_due
+            .store(self.nanos_from_origin(deadline), Ordering::Relaxed);
+    }
+
+    /// Sets the `next_due` hint from the wheel. Caller holds the queue lock.
+    fn refresh_next_due(&self, wheel: &TimerWheel) {
+        let next = wheel.next_due_nanos().unwrap_or(u64::MAX);
+        self.next_due.store(next, Ordering::Relaxed);
+    }
+
+    /// Whether a timer may be due now (a lock-free hint, never late: see `next_due`).
+    #[inline]
+    fn timer_due_hint(&self) -> bool {
+        let next = self.next_due.load(Ordering::Relaxed);
+        next != u64::MAX && self.nanos_from_origin(Instant::now()) >= next
+    }
+
+    /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
+    fn nanos_from_origin(&self, instant: Instant) -> u64 {
+        let nanos = instant.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(nanos).map_or(u64::MAX - 1, |nanos| nanos.min(u64::MAX - 1))
+    }
+
+    /// Moves the timers due at `now` to the end of the due list (after any left there: they
+    /// fell due earlier) and refreshes the `next_due` hint. Caller holds the queue lock.
+    fn move_due_timers(&self, wheel: &mut TimerWheel, now: Instant) {
+        {
+            let mut due = self.due.lock();
+            while let Some(entry) = wheel.pop_due(now) {
+                entry.header().set_heap_index(IN_DUE_LIST);
+                due.push_back(entry);
+            }
+        }
+        self.due_pending.store(true, Ordering::Relaxed);
+        self.refresh_next_due(wheel);
+    }
+
+    /// Between two tasks of a batch: takes the timers that have fallen due (the `next_due`
+    /// hint said so) into the due list, so they run before the rest of the batch.
+    fn take_due_timers(core: &ScheduledCore) {
+        let mut queue = core.queue.lock();
+        if queue
+            .between
+            .peek_deadline()
+            .is_some_and(|deadline| deadline <= Instant::now())
+        {
+            core.between
+                .move_due_timers(&mut queue.between, Instant::now());
+        } else {
+            // The hint was early (a cancel removed the timer it was for).
+            core.between.refresh_next_due(&queue.between);
+        }
+    }
+
+    /// Runs the timers in the due list, earliest first, one at a time.
+    fn run_due(core: &Arc<ScheduledCore>) {
+        let timers = &core.between;
+        if !timers.due_pending.load(Ordering::Relaxed) {
+            return;
+        }
+        loop {
+            let next = {
+                let mut due = timers.due.lock();
+                let next = due.pop_front();
+                if next.is_none() {
+                    // Cleared under the lock that showed `due` empty. Only the worker adds
+                    // timers to `due` (`move_due_timers`, which sets the flag again); `shutdown`
+                    // puts back only what it took out within one hold of this lock.
+                    timers.due_pending.store(false, Ordering::Relaxed);
+                }
+                next
+            };
+            let Some(entry) = next else {
+                break;
+            };
+            // Claimed: `cancel` no longer finds it in the due list (it still may win the
+            // entry's own state, and then `fire` does nothing).
+            entry.header().set_heap_index(NOT_IN_HEAP);
+            // User panics are caught inside `fire`; this catches one from a closure's `Drop`,
+            // at the same boundary as a task's.
+            let fired = panic::catch_unwind(AssertUnwindSafe(|| ScheduledCore::fire(core, entry)));
+            let outcome = match fired {
+                Ok(Fired::Skipped) => {
+                    // Cancelled after the worker claimed it: it leaves without running.
+                    EventCounters::add(&core.events.cancelled, 1);
+                    continue;
+                }
+                Ok(Fired::Done | Fired::Again) => JobOutcome::Completed,
+                Ok(Fired::Panicked) => JobOutcome::Panicked,
+                Err(payload) => {
+                    core.lifecycle.report_panic(payload);
+                    JobOutcome::Panicked
+                }
+            };
+            core.worker_counters.record(outcome);
+        }
+    }
+
+    /// Takes every timer out of the due list and the wheel: due ones first, then the armed
+    /// ones, each earliest first.
+    fn take_all(&self, wheel: &mut TimerWheel) -> Vec<std::sync::Arc<dyn Timer>> {
+        let mut timers: Vec<_> = self.due.lock().drain(..).collect();
+        timers.extend(wheel.drain_in_order());
+        timers
+    }
+}
+
+// The sealed trait's hooks speak of crate-private types (see `BetweenBatches`).
+#[allow(private_interfaces)]
+impl BetweenBatches for Timers {
+    type Locked = TimerWheel;
+    type Detached = Detached;
+    const KIND: &'static str = "scheduled-executor";
+    const TYPE_NAME: &'static str = "ScheduledExecutor";
+    const DEFAULT_POOL_NAME: &'static str = crate::executors::DEFAULT_SCHEDULED_POOL_NAME;
+
+    fn new() -> (Self, TimerWheel) {
+        let wheel = TimerWheel::new();
+        let timers = Self {
+            due: CachePadded::new(Mutex::new(VecDeque::new())),
+            due_pending: AtomicBool::new(false),
+            armed: AtomicBool::new(false),
+            next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
+            origin: wheel.origin(),
+        };
+        (timers, wheel)
+    }
+
+    fn has_pending(wheel: &TimerWheel) -> bool {
+        !wheel.is_empty()
+    }
+
+    fn pending(&self, wheel: &TimerWheel) -> usize {
+        self.due.lock().len() + wheel.len()
+    }
+
+    /// Between two tasks, if a timer has fallen due since the pass began (the `next_due`
+    /// hint), the due timers are taken and run first. (The timers already due when the pass
+    /// began run after its tasks, which were queued before it began: on an idle worker
+    /// `execute(a)` then `schedule(Duration::ZERO, b)` runs `a` first.) `cancel` may remove a
+    /// due timer meanwhile.
+    #[inline]
+    fn after_task(core: &Arc<ScheduledCore>) {
+        if core.between.timer_due_hint() {
+            Self::take_due_timers(core);
+            Self::run_due(core);
+        }
+    }
+
+    #[inline]
+    fn after_batch(core: &Arc<ScheduledCore>) {
+        Self::run_due(core);
+    }
+
+    fn take_ready(
+        core: &ScheduledCore,
+        queue: &mut QueueState<TimerWheel>,
+        took_tasks: bool,
+    ) -> bool {
+        let due_at = match queue.between.peek_deadline() {
+            Some(deadline) => {
+                let now = Instant::now();
+                (deadline <= now).then_some(now)
+            }
+            None => None,
+        };
+        let Some(now) = due_at else {
+            if !took_tasks {
+                core.between.refresh_next_due(&queue.between);
+            }
+            return took_tasks;
+        };
+        debug_assert!(
+            core.between.due.lock().is_empty(),
+            "the due list was worked off before"
+        );
+        core.between.move_due_timers(&mut queue.between, now);
+        true
+    }
+
+    #[inline]
+    fn look_first(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn note_idle(&self, _wheel: &TimerWheel) {
+        self.armed.store(false, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn wake_at(wheel: &TimerWheel) -> Option<Instant> {
+        wheel.peek_deadline()
+    }
+
+    /// A bounded spin, never yielding, watching for immediate work and for a timer falling
+    /// due (adapted to whether spinning has been winning, `idle_spin.rs`); an idle executor
+    /// then parks (until the next deadline, if a timer is armed) and costs no CPU. With a
+    /// timer armed the spin is at most `TIMER_SPIN`: the worker then parks until the deadline.
+    #[inline]
+    fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
+        let ready = || work_hint() || self.timer_due_hint();
+        let cap = if self.next_due.load(Ordering::Relaxed) == u64::MAX {
+            idle_spin::MAX_SPIN
+        } else {
+            TIMER_SPIN
+        };
+        idle_spin::spin_for_work(ready, cap);
+    }
+
+    /// The due list and an empty wheel entirely.
+    fn trim_idle(&self, wheel: &mut TimerWheel) -> usize {
+        let due = {
+            let mut due = self.due.lock();
+            if due.is_empty() {
+                std::mem::take(&mut *due).capacity()
+            } else {
+                0
+            }
+        };
+        due + wheel.release_if_empty()
+    }
+
+    /// Periodic timers stop at shutdown (Java's default): taken out of the wheel and the due
+    /// list, and moved to `CANCELLED`; one-shot timers stay and still run.
+    fn on_shutdown(core: &ScheduledCore, wheel: &mut TimerWheel) -> Self::Detached {
+        let mut periodic = wheel.extract(|entry| entry.is_periodic());
+        {
+            let mut due = core.between.due.lock();
+            for entry in std::mem::take(&mut *due) {
+                if entry.is_periodic() {
+                    entry.header().set_heap_index(NOT_IN_HEAP);
+                    periodic.push(entry);
+                } else {
+                    due.push_back(entry);
+                }
+            }
+        }
+        for entry in &periodic {
+            let cancelled = entry.header().try_cancel(true);
+            debug_assert!(cancelled, "an armed entry is SCHEDULED");
+        }
+        EventCounters::add(&core.events.cancelled, periodic.len());
+        Detached(periodic)
+    }
+
+    /// One-shot timers come back as tasks that fire them (after the immediate tasks: those
+    /// already due, then the armed ones, earliest first); periodic ones are cancelled.
+    fn on_shutdown_now(
+        core: &Arc<ScheduledCore>,
+        wheel: &mut TimerWheel,
+        taken: &mut Vec<RawTask>,
+    ) -> Self::Detached {
+        let timers = core.between.take_all(wheel);
+        taken.reserve_exact(timers.len());
+        let mut periodic = Vec::new();
+        for entry in timers {
+            entry.header().set_heap_index(NOT_IN_HEAP);
+            if entry.is_periodic() {
+                let cancelled = entry.header().try_cancel(true);
+                debug_assert!(cancelled, "an armed entry is SCHEDULED");
+                periodic.push(entry);
+            } else {
+                taken.push(RawTask::new(Fire {
+                    entry: Some(entry),
+                    core: Arc::clone(core),
+                }));
+            }
+        }
+        EventCounters::add(&core.events.cancelled, periodic.len());
+        Detached(periodic)
+    }
+
+    fn finish_cancelled(lifecycle: &WorkerLifecycle, periodic: Detached) {
+        for entry in periodic.0 {
+            // Drops the closure: user code, guarded so one panicking capture neither leaves
+            // the other handles waiting nor unwinds out of a `Drop` that called this.
+            lifecycle.guarded(|| entry.finish_cancel());
+        }
+    }
+
+    /// Leftover timers are unreachable in a correct run (the worker exits only once the wheel
+    /// is empty, and `shutdown_now` empties it), but a handle must never wait forever.
+    fn take_leftovers(&self, wheel: &mut TimerWheel) -> Self::Detached {
+        Detached(self.take_all(wheel))
+    }
+
+    fn cancel_leftovers(lifecycle: &WorkerLifecycle, leftovers: Detached) {
+        for entry in leftovers.0 {
+            lifecycle.guarded(|| cancel_detached(&*entry));
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The worker loop of `ExecutorCore`, for both executors: run the batch, let `B` do its work
+//! between batches (timers), refill the batch from the ring, spin, park, trim when idle.
+//!
+//! The protocol (claim, park and wake-up, trim) is described in `README.md` beside this file.
+
+use crate::executors::between_batches::BetweenBatches;
+use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
+use crate::executors::executor_counters::BusySpan;
+use crate::sync::{Arc, Ordering};
+use std::time::Instant;
+
+impl<B: BetweenBatches> ExecutorCore<B> {
+    /// The worker thread's body.
+    pub(crate) fn run_worker(this: &Arc<Self>) {
+        let Some(_worker) = this.lifecycle.enter_worker() else {
+            return; // another thread runs this executor's worker loop
+        };
+        // Signals termination however the loop ends (it only ends by returning, since task
+        // panics are caught; the guard keeps that true if the loop ever gains a panic path).
+        struct Terminator<'a, B: BetweenBatches>(&'a ExecutorCore<B>);
+        impl<B: BetweenBatches> Drop for Terminator<'_, B> {
+            fn drop(&mut self) {
+                let mut queue = self.0.queue.lock();
+                self.0.lifecycle.mark_terminated(&mut queue.run);
+            }
+        }
+        let _terminator = Terminator(&**this);
+        let mut busy = BusySpan::begin();
+        loop {
+            Self::run_batch(this);
+            if !Self::refill_batch(this, &mut busy) {
+                busy.end(&this.worker_counters);
+                return;
+            }
+        }
+    }
+
+    /// Claims and runs the batch one task at a time (`shutdown_now` may steal the rest), with
+    /// `B`'s work after each task and after the batch.
+    #[inline]
+    fn run_batch(this: &Arc<Self>) {
+        // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
+        // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
+        while let Some(task) = unsafe { this.batch.claim() } {
+            this.worker_counters.record(this.lifecycle.run_task(task));
+            B::after_task(this);
+        }
+        B::after_batch(this);
+    }
+
+    /// Moves what is ready into the (empty) batch: the queued tasks, then what `B` takes
+    /// (timers due now). Returns whether there is anything to run. Caller holds the queue lock.
+    fn take_ready(&self, queue: &mut QueueState<B::Locked>) -> bool {
+        let took_tasks = !queue.ring.is_empty();
+        if took_tasks {
+            // O(1): the producers get the batch's (empty) storage back.
+            // SAFETY: the worker, under the queue lock, with the batch exhausted (`run_batch`'s
+            // claim loop ended before this).
+            unsafe { self.batch.refill(&mut queue.ring) };
+            self.has_work.store(false, Ordering::Release);
+            self.note_capacity(queue);
+        }
+        B::take_ready(self, queue, took_tasks)
+    }
+
+    /// Fills the (empty) batch, waiting for work (or for `B`'s next deadline) if there is
+    /// none. Returns `false` when the worker must exit. `busy` ends when the worker runs dry
+    /// and resumes when it finds work again.
+    fn refill_batch(this: &Arc<Self>, busy: &mut BusySpan) -> bool {
+        let mut spun = false;
+        let mut trimmed = false;
+        let mut idle_since: Option<Instant> = None;
+        // Look without the lock first: while the ring stays empty the worker spins on its own
+        // line and leaves the producers' lock line alone (unless `B` may have work due).
+        if !this.work_hint() && !this.between.look_first() {
+            busy.end(&this.worker_counters);
+            this.spin_for_work();
+            spun = true;
+        }
+        loop {
+            let mut queue = this.queue.lock();
+            loop {
+                if queue.run >= STOP {
+                    return false;
+                }
+                if this.take_ready(&mut queue) {
+                    busy.resume();
+                    return true;
+                }
+                if !B::has_pending(&queue.between) {
+                    this.between.note_idle(&queue.between);
+                    if queue.run == SHUTDOWN {
+                        return false;
+                    }
+                }
+                if !spun {
+                    break;
+                }
+                // Park. The flag is set under the same lock producers push under, after the
+                // queue was seen empty under it: no wake-up can be lost. Work of `B` that
+                // changes how long to sleep (an earlier timer) wakes the worker the same way.
+                busy.end(&this.worker_counters);
+                let now = Instant::now();
+                let idle_since = *idle_since.get_or_insert(now);
+                let trim_at = match this.idle_trim_after {
+                    Some(idle) if !trimmed => idle_since.checked_add(idle),
+                    _ => None,
+                };
+                let wake_at = match (B::wake_at(&queue.between), trim_at) {
+                    (Some(deadline), Some(trim)) => Some(deadline.min(trim)),
+                    (deadline, trim) => deadline.or(trim),
+                };
+                queue.worker_parked = true;
+                queue = match wake_at {
+                    Some(at) => {
+                        let wait = at.saturating_duration_since(now);
+                        this.work_available.wait_timeout(queue, wait).0
+                    }
+                    None => this.work_available.wait(queue),
+                };
+                queue.worker_parked = false;
+                if trim_at.is_some_and(|at| Instant::now() >= at)
+                    && queue.ring.is_empty()
+                    && queue.run == RUNNING
+                {
+                    this.trim_idle(&mut queue);
+                    trimmed = true;
+                }
+            }
+            drop(queue);
+            busy.end(&this.worker_counters);
+            this.spin_for_work();
+            spun = true;
+        }
+    }
+
+    /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
+    /// 64 slots), the batch entirely (it grows back to 64 on the next swap), and what `B`
+    /// holds (an empty timer wheel).
+    fn trim_idle(&self, queue: &mut QueueState<B::Locked>) {
+        // SAFETY: called by the worker from `refill_batch`, under the queue lock, with the
+        // batch exhausted.
+        let batch = unsafe { self.batch.release() };
+        let freed = queue.ring.trim() + batch + self.between.trim_idle(&mut queue.between);
+        self.note_capacity(queue);
+        if freed > 0 {
+            tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queues");
+        }
+    }
+
+    /// Records the slots allocated now for `stats`. Caller holds the queue lock.
+    fn note_capacity(&self, queue: &QueueState<B::Locked>) {
+        // SAFETY: the queue lock is held.
+        let capacity = queue.ring.capacity() + unsafe { self.batch.capacity() };
+        self.events
+            .capacity
+            .store(capacity, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The idle spin, through `B` (the one call the worker makes to spin).
+    #[inline]
+    fn spin_for_work(&self) {
+        self.between.spin_for_work(|| self.work_hint());
+    }
+
+    /// Whether there may be an immediate task or a state change to act on (a lock-free hint).
+    #[inline]
+    pub(crate) fn work_hint(&self) -> bool {
+        self.has_work.load(Ordering::Relaxed) || self.lifecycle.run_state_hint() != RUNNING
+    }
+
+    /// One worker step without waiting (loom models): moves what is ready and runs it.
+    /// Returns whether anything was ready.
+    #[cfg(all(loom, test))]
+    pub(crate) fn run_ready(this: &Arc<Self>) -> bool {
+        let ready = {
+            let mut queue = this.queue.lock();
+            queue.run < STOP && this.take_ready(&mut queue)
+        };
+        Self::run_batch(this);
+        ready
+    }
+}
