@@ -192,6 +192,57 @@ fn tasks_handed_back_by_shutdown_now_are_no_longer_pending() {
     );
 }
 
+#[test]
+fn cancelled_tasks_count_neither_as_completed_nor_as_pending() {
+    let executor = PulsarExecutors::new_single_thread_executor();
+    let release = support::block_worker(&executor);
+    let handles: Vec<_> = (0..100)
+        .map(|i| executor.submit(move || i).unwrap())
+        .collect();
+    assert_eq!(
+        executor.stats().pending,
+        101,
+        "100 queued and the one blocking"
+    );
+    let cancelled = handles.iter().step_by(2).filter(|h| h.cancel()).count();
+    assert_eq!(cancelled, 50, "none had started");
+    assert_eq!(
+        executor.stats().pending,
+        51,
+        "cancelled at once, though still queued"
+    );
+    release.send(()).unwrap();
+    for (i, handle) in handles.into_iter().enumerate() {
+        match handle.join() {
+            Ok(value) => assert_eq!((value, i % 2), (i, 1)),
+            Err(error) => assert!(error.is_cancelled() && i % 2 == 0, "{i}: {error:?}"),
+        }
+    }
+    // The worker retired the 50 cancelled entries as no-ops: not completed.
+    wait_until_idle(&executor, 51);
+    let stats = executor.stats();
+    assert_eq!(
+        (stats.submitted, stats.completed, stats.pending),
+        (101, 51, 0)
+    );
+
+    // Cancelled entries handed back by `shutdown_now` count once, as handed back.
+    let release = support::block_worker(&executor);
+    let handles: Vec<_> = (0..10).map(|_| executor.submit(|| ()).unwrap()).collect();
+    for handle in &handles[..4] {
+        assert!(handle.cancel());
+    }
+    assert_eq!(executor.stats().pending, 7, "6 queued and the one blocking");
+    drop(executor.shutdown_now());
+    release.send(()).unwrap();
+    assert!(executor.await_termination(LONG));
+    let stats = executor.stats();
+    assert_eq!(
+        (stats.submitted, stats.completed, stats.pending),
+        (112, 52, 0)
+    );
+}
+
 /// Waits (bounded) until the worker has counted `completed` tasks: a task's handle completes
 /// inside its run, a moment before the worker counts it, so the counts are exact only once the
 /// worker is idle.
