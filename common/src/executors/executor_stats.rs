@@ -13,16 +13,18 @@ use std::time::Duration;
 /// terminated) they are exact. Counters never go backwards.
 ///
 /// - `submitted`: tasks accepted (`execute`, each task of `execute_all`, `submit`,
-///   `schedule*`; a periodic timer counts again each time it is re-armed for its next run,
-///   as Java's task count does). Refused tasks are not counted here but in `rejected`.
+///   `schedule*`, each poll of a `spawn`ed future; a periodic timer counts again each time it
+///   is re-armed for its next run, as Java's task count does). Refused tasks are not counted
+///   here but in `rejected`.
 /// - `completed`: tasks the worker ran, whether they returned or panicked (Java's
 ///   `getCompletedTaskCount`); each run of a periodic timer counts.
 /// - `panicked`: those of `completed` that panicked.
 /// - `rejected`: tasks refused (after shutdown, or because the worker thread could not start);
 ///   each task of a refused `execute_all` batch counts.
 /// - `pending`: tasks accepted and not yet finished — queued, running, or timers armed —
-///   excluding those `shutdown_now` handed back and cancelled timers (Java's task count minus
-///   its completed count).
+///   excluding those `shutdown_now` handed back, cancelled timers and cancelled tasks (from
+///   the moment `cancel` returns `true`, though their entries stay queued as no-ops until the
+///   worker passes them). Java's task count minus its completed count.
 /// - `queue_capacity`: task slots allocated (ring plus batch), as of the worker's last refill
 ///   or trim: exact once the executor is idle.
 /// - `worker_wakeups`: how often a producer had to wake the parked worker.
