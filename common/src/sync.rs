@@ -11,11 +11,6 @@ mod imp {
     pub(crate) use std::sync::Arc;
     use std::time::Duration;
 
-    /// Polls of a contended [`Mutex`] before it falls back to parking_lot's slow path (about a
-    /// microsecond: the locks of this crate are held for tens of nanoseconds, so a holder that
-    /// is running releases within it, and one that lost its core is waited for by parking).
-    const LOCK_SPINS: u32 = 32;
-
     /// A mutual-exclusion lock (parking_lot's: small, fair enough, no poisoning).
     #[derive(Default)]
     pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
@@ -28,33 +23,7 @@ mod imp {
             Self(parking_lot::Mutex::new(value))
         }
 
-        /// Locks, spinning (never yielding) while the lock is held before parking_lot's own
-        /// slow path, whose spin calls `yield_now`: on a machine with more busy threads than
-        /// cores a yield hands the core to another busy thread for its whole time slice,
-        /// while the holder of one of these locks releases it within nanoseconds (see
-        /// `executors/idle_spin.rs`).
-        #[inline]
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            match self.0.try_lock() {
-                Some(guard) => guard,
-                None => self.lock_contended(),
-            }
-        }
-
-        #[cold]
-        fn lock_contended(&self) -> MutexGuard<'_, T> {
-            if SPIN_ENABLED {
-                for _ in 0..LOCK_SPINS {
-                    std::hint::spin_loop();
-                    // Read before the compare-and-swap, so spinners do not take the line from
-                    // the holder.
-                    if !self.0.is_locked() {
-                        if let Some(guard) = self.0.try_lock() {
-                            return guard;
-                        }
-                    }
-                }
-            }
             self.0.lock()
         }
 
