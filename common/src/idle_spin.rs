@@ -5,7 +5,7 @@
 //! # Design
 //!
 //! A worker that finds its queue empty can park at once (a producer then pays a wake-up
-//! system call and the worker a wake-up latency, ~18 us per hop on the reference VMs) or spin
+//! system call and the worker a wake-up latency of tens of microseconds on a busy VM) or spin
 //! on its work hint, which wins whenever work arrives within the spin. On a quiet machine a
 //! spin of tens of microseconds wins nearly always: the producer runs on the other core. On a
 //! machine with more busy threads than cores it loses, in two ways:
