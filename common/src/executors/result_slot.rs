@@ -2,7 +2,7 @@
 
 use crate::executors::task_error::TaskError;
 use crate::executors::worker_lifecycle::is_worker_of;
-use parking_lot::{Condvar, Mutex};
+use crate::sync::plain::{Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -66,9 +66,12 @@ impl<R> ResultSlot<R> {
                 return Some(Err(TaskError::WouldDeadlock));
             }
             match deadline {
-                None => self.done.wait(&mut state),
+                None => state = self.done.wait(state),
                 Some(deadline) => {
-                    if self.done.wait_until(&mut state, deadline).timed_out() {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let (guard, timed_out) = self.done.wait_timeout(state, left);
+                    state = guard;
+                    if timed_out {
                         return take_ready(&mut state);
                     }
                 }

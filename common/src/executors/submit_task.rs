@@ -25,7 +25,7 @@ use crate::executors::raw_task::{Job, JobOutcome};
 use crate::executors::result_slot::ResultSlot;
 use crate::executors::task_error::TaskError;
 use crate::executors::task_handle::TaskCell;
-use parking_lot::Mutex;
+use crate::sync::plain::Mutex;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 

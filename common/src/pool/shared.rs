@@ -4,7 +4,7 @@
 use crate::pool::stats::RecyclerStats;
 use crate::pool::thread_pool::Origin;
 use crate::pool::thread_slots::SlotKey;
-use parking_lot::Mutex;
+use crate::sync::plain::Mutex;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};

@@ -9,7 +9,7 @@
 //! No user code runs while the table is borrowed: pools taken out of it (stale or swept) are
 //! dropped after the borrow ends, so a `Drop` that reaches a recycler finds the table free.
 
-use parking_lot::Mutex;
+use crate::sync::plain::Mutex;
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
