@@ -28,6 +28,33 @@ fn session_of(broker: &DrillBroker) -> (Option<i64>, u64) {
     (session.session_id(), session.sessions_established())
 }
 
+/// The set-up two drills share: a ZooKeeper server of their own, three brokers on it, a
+/// writer store, and the one leader they elected.
+struct SingleServerDrill {
+    server: ZooKeeperServer,
+    history: LeaderHistory,
+    brokers: Vec<DrillBroker>,
+    writer: MetadataStore,
+}
+
+impl SingleServerDrill {
+    fn start(session_timeout: Duration) -> Self {
+        let server = ZooKeeperServer::start().unwrap();
+        let url = format!("zk:{}/drill", server.address());
+        let config = config(session_timeout);
+        let history = LeaderHistory::default();
+        let brokers = start_brokers(&url, config, &history);
+        let writer = MetadataStore::open_with_config(&url, config).unwrap();
+        await_one_leader(&refs(&brokers), &history);
+        Self {
+            server,
+            history,
+            brokers,
+            writer,
+        }
+    }
+}
+
 /// Stops the leader among `brokers`, checks a follower takes over and the stopped broker
 /// leaves every cache; the brokers still running.
 fn stop_the_leader_and_check_failover(
@@ -52,13 +79,12 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
     }
     let _serial = serial();
     let started = Instant::now();
-    let mut server = ZooKeeperServer::start().unwrap();
-    let url = format!("zk:{}/drill", server.address());
-    let config = config(Duration::from_secs(4));
-    let history = LeaderHistory::default();
-    let brokers = start_brokers(&url, config, &history);
-    let writer = MetadataStore::open_with_config(&url, config).unwrap();
-    await_one_leader(&refs(&brokers), &history);
+    let SingleServerDrill {
+        mut server,
+        history,
+        brokers,
+        writer,
+    } = SingleServerDrill::start(Duration::from_secs(4));
     let sessions: Vec<_> = brokers.iter().map(session_of).collect();
     let acked = AckedWriter::start(writer.clone());
     eventually(RECOVERY, "writes acknowledged before the kill", || {
@@ -182,13 +208,12 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
     }
     let _serial = serial();
     let started = Instant::now();
-    let mut server = ZooKeeperServer::start().unwrap();
-    let url = format!("zk:{}/drill", server.address());
-    let config = config(Duration::from_secs(2));
-    let history = LeaderHistory::default();
-    let brokers = start_brokers(&url, config, &history);
-    let writer = MetadataStore::open_with_config(&url, config).unwrap();
-    await_one_leader(&refs(&brokers), &history);
+    let SingleServerDrill {
+        mut server,
+        history,
+        brokers,
+        writer,
+    } = SingleServerDrill::start(Duration::from_secs(2));
     let acked = AckedWriter::start(writer.clone());
     eventually(RECOVERY, "writes acknowledged before the outage", || {
         acked.acked_count() >= 5
