@@ -26,13 +26,9 @@ impl Drop for Token {
 }
 
 /// What `ScheduledExecutor::arm` does, on a core whose worker the model drives.
-fn arm<J: TimerJob>(
-    core: &Arc<ScheduledCore>,
-    job: J,
-    period: Option<Period>,
-) -> Option<ScheduledHandle<J::Output>> {
+fn arm<J: TimerJob>(core: &Arc<ScheduledCore>, job: J) -> Option<ScheduledHandle<J::Output>> {
     let deadline = Instant::now();
-    let entry = std::sync::Arc::new(TimerEntry::new(job, deadline, period));
+    let entry = std::sync::Arc::new(TimerEntry::new(job));
     let timer: std::sync::Arc<dyn Timer> = entry.clone();
     ScheduledCore::arm(core, deadline, timer).ok()?;
     let entry: std::sync::Arc<dyn EntryOutcome<J::Output>> = entry;
@@ -53,7 +49,7 @@ fn loom_cancel_racing_the_fire_of_a_due_timer_is_exactly_one_of_them() {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
-        let handle = arm(&core, Once(counting_job(&ran, &dropped)), None).unwrap();
+        let handle = arm(&core, Once(counting_job(&ran, &dropped))).unwrap();
         let worker = {
             let core = Arc::clone(&core);
             thread::spawn(move || {
@@ -81,12 +77,16 @@ fn loom_cancel_racing_a_periodic_run_never_rearms_it() {
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let (counted, token) = (Arc::clone(&ran), Token(Arc::clone(&dropped)));
-        let job = Repeating(move || {
-            let _keep = &token;
-            counted.fetch_add(1, Ordering::SeqCst);
-        });
-        let period = Some(Period::FixedDelay(Duration::from_secs(3600)));
-        let handle = arm(&core, job, period).unwrap();
+        let period = Period::FixedDelay(Duration::from_secs(3600));
+        let job = Repeating::new(
+            move || {
+                let _keep = &token;
+                counted.fetch_add(1, Ordering::SeqCst);
+            },
+            Instant::now(),
+            period,
+        );
+        let handle = arm(&core, job).unwrap();
         let worker = {
             let core = Arc::clone(&core);
             thread::spawn(move || {
@@ -118,7 +118,7 @@ fn loom_offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
             thread::spawn(move || {
                 let task = RawTask::new(counting_job(&ran, &dropped));
                 let immediate = ScheduledCore::enqueue(&core, task).is_ok();
-                let timer = arm(&core, Once(counting_job(&ran, &dropped)), None).is_some();
+                let timer = arm(&core, Once(counting_job(&ran, &dropped))).is_some();
                 usize::from(immediate) + usize::from(timer)
             })
         };
@@ -155,7 +155,7 @@ fn loom_offers_racing_graceful_shutdown_run_every_accepted_task() {
         let producer = {
             let (core, ran, dropped) = (Arc::clone(&core), Arc::clone(&ran), Arc::clone(&dropped));
             thread::spawn(move || {
-                let timer = arm(&core, Once(counting_job(&ran, &dropped)), None).is_some();
+                let timer = arm(&core, Once(counting_job(&ran, &dropped))).is_some();
                 let task = RawTask::new(counting_job(&ran, &dropped));
                 let immediate = ScheduledCore::enqueue(&core, task).is_ok();
                 usize::from(immediate) + usize::from(timer)
@@ -190,7 +190,7 @@ fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
         };
         // Due at once: armed while the batch may be running, it is taken at a task boundary,
         // by the next pass, or cancelled first.
-        let handle = arm(&core, Once(counting_job(&ran, &dropped)), None).unwrap();
+        let handle = arm(&core, Once(counting_job(&ran, &dropped))).unwrap();
         let cancelled = handle.cancel();
         worker.join().unwrap();
         ScheduledCore::run_ready(&core);

@@ -119,7 +119,7 @@ impl ScheduledExecutor {
         R: Send + 'static,
     {
         let deadline = add_saturating(Instant::now(), delay);
-        self.arm(Once(f), deadline, None)
+        self.arm(Once(f), deadline)
             .map_err(|rejected| unwrap_rejected(rejected, |Once(f)| f))
     }
 
@@ -146,8 +146,9 @@ impl ScheduledExecutor {
     {
         assert!(!period.is_zero(), "a fixed-rate period must not be zero");
         let deadline = add_saturating(Instant::now(), initial_delay);
-        self.arm(Repeating(f), deadline, Some(Period::FixedRate(period)))
-            .map_err(|rejected| unwrap_rejected(rejected, |Repeating(f)| f))
+        let job = Repeating::new(f, deadline, Period::FixedRate(period));
+        self.arm(job, deadline)
+            .map_err(|rejected| unwrap_rejected(rejected, |job| job.f))
     }
 
     /// Runs `f` first `initial_delay` from now, then again `delay` after each run ends. Runs
@@ -171,17 +172,17 @@ impl ScheduledExecutor {
     {
         assert!(!delay.is_zero(), "a fixed delay must not be zero");
         let deadline = add_saturating(Instant::now(), initial_delay);
-        self.arm(Repeating(f), deadline, Some(Period::FixedDelay(delay)))
-            .map_err(|rejected| unwrap_rejected(rejected, |Repeating(f)| f))
+        let job = Repeating::new(f, deadline, Period::FixedDelay(delay));
+        self.arm(job, deadline)
+            .map_err(|rejected| unwrap_rejected(rejected, |job| job.f))
     }
 
     fn arm<J: TimerJob>(
         &self,
         job: J,
         deadline: Instant,
-        period: Option<Period>,
     ) -> Result<ScheduledHandle<J::Output>, RejectedExecution<J>> {
-        let entry = Arc::new(TimerEntry::new(job, deadline, period));
+        let entry = Arc::new(TimerEntry::new(job));
         let timer: Arc<dyn Timer> = entry.clone();
         match ScheduledCore::arm(self.core(), deadline, timer) {
             Ok(()) => {

@@ -571,7 +571,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn entry() -> Arc<dyn Timer> {
-        Arc::new(TimerEntry::new(Once(|| ()), Instant::now(), None))
+        Arc::new(TimerEntry::new(Once(|| ())))
     }
 
     /// An entry whose closure counts its drop in `drops`.
@@ -583,11 +583,7 @@ mod tests {
             }
         }
         let token = Token(Arc::clone(drops));
-        Arc::new(TimerEntry::new(
-            Once(move || drop(token)),
-            Instant::now(),
-            None,
-        ))
+        Arc::new(TimerEntry::new(Once(move || drop(token))))
     }
 
     /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
