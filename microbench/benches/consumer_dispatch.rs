@@ -630,7 +630,8 @@ fn timer_targets_meta() -> BenchMeta {
              boxed into its delay heap). Cancel: {TIMERS} one-hour timers armed, then all \
              cancelled, on one thread: ours (cancel unlinks the entry and drops the closure at \
              once) against `{LAZY_CANCEL_HEAP}` (Java's default and scheduled-thread-pool's: \
-             cancel sets a flag; the entry stays in the heap until its deadline). Lateness: \
+             cancel sets a flag; the entry stays in the heap until its deadline; like Java's \
+             `schedule(delay)`, each schedule reads the clock for its deadline). Lateness: \
              {LATE_TIMERS} timers due 0-{spread} ms ahead while a loader thread keeps the \
              worker busy with batches of {LOAD_BATCH} immediate tasks of ~1 us each; lateness \
              = when the timer ran minus its deadline (never negative: nothing runs early), \
@@ -786,8 +787,10 @@ fn lazy_cancel_run() -> (Duration, TimerFigures) {
     let mut heap = Mutex::new(BinaryHeap::<LazyNode>::new());
     let mut entries = Vec::with_capacity(TIMERS as usize);
     let start = Instant::now();
-    let deadline = start + Duration::from_secs(3600);
     for seq in 0..TIMERS {
+        // As Java's `schedule(delay)` (its `triggerTime` reads `System.nanoTime()`) and ours:
+        // a relative delay becomes a deadline when the timer is scheduled.
+        let deadline = Instant::now() + Duration::from_secs(3600);
         let entry = Arc::new(LazyEntry {
             cancelled: AtomicBool::new(false),
             task: Mutex::new(Some(Box::new(|| ()) as BoxedTask)),
