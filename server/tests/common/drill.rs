@@ -63,7 +63,9 @@ pub fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> b
     let deadline = Instant::now() + within;
     while !condition() {
         assert!(Instant::now() < deadline, "not within {within:?}: {what}");
-        // Polling state another thread changes: a short pause between looks.
+        // Polling, not synchronising: what is awaited (a leader, a cache, a session) changes
+        // when the ZooKeeper processes act, and offers nothing to block on; the condition is
+        // checked again after a short pause, and the deadline bounds the wait.
         thread::sleep(Duration::from_millis(20));
     }
 }
