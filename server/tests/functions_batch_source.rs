@@ -102,6 +102,10 @@ fn entries(log: &Arc<Mutex<Vec<String>>>, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Mirrors Pulsar's `BatchSourceExecutorTest.testLifeCycle` (and `testOpenWithRightSource`):
+/// nothing is read before the first trigger, a trigger runs one discovery, its tasks' records
+/// are read in order, and close closes the source once. (Each later trigger running one more
+/// discovery is shown by `a_discovery_failure_is_returned_once_by_the_next_read`.)
 #[test]
 fn life_cycle_discovery_runs_on_the_discovery_thread_and_tasks_are_read_in_order() {
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -193,6 +197,9 @@ impl BatchPushSource for Pushing {
     }
 }
 
+/// Mirrors Pulsar's `BatchSourceExecutorTest.testPushLifeCycle` (and
+/// `testPushOpenWithRightSource`): a push source's records, pushed from its own threads after a
+/// trigger, are read in task order until close.
 #[test]
 fn push_life_cycle_records_pushed_from_other_threads_are_read_in_task_order() {
     let pushers = Arc::new(Mutex::new(Vec::new()));
@@ -229,6 +236,8 @@ fn push_life_cycle_records_pushed_from_other_threads_are_read_in_task_order() {
     }
 }
 
+/// Mirrors Pulsar's `BatchSourceExecutorTest.testDiscoveryPhaseError`: the failure reaches the
+/// reader (here once, and a panic as well as an error), and a later discovery works again.
 #[test]
 fn a_discovery_failure_is_returned_once_by_the_next_read() {
     let log = Arc::new(Mutex::new(Vec::new()));

@@ -32,6 +32,7 @@ fn forward<R: Send + 'static, O: Send + 'static>(
     }
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testLambda`.
 #[test]
 fn a_sync_result_is_returned_by_process() {
     let mut instance = FunctionInstance::builder(
@@ -54,6 +55,26 @@ fn a_sync_result_is_returned_by_process() {
     instance.close();
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testNullReturningFunction`: a function that returns no
+/// value (Java's `null`, here `None`) completes at once with that empty result.
+#[test]
+fn a_sync_function_returning_nothing_yields_an_empty_result() {
+    let mut instance = FunctionInstance::builder(
+        |_: &String| FunctionOutput::ok(None::<String>),
+        |_: ExecutionResult<String, Option<String>>| unreachable!("no async results"),
+    )
+    .build();
+    match instance.process("ABC123".to_owned()).unwrap() {
+        Processed::Completed(done) => {
+            assert_eq!(done.record, "ABC123");
+            assert_eq!(done.result.unwrap(), None);
+        }
+        Processed::Pending => panic!("a sync function completes at once"),
+    }
+    instance.close();
+}
+
+/// Mirrors Pulsar's `JavaInstanceTest.testAsyncFunction`.
 #[test]
 fn an_async_result_is_emitted_on_the_instance_thread() {
     let (tx, rx) = mpsc::channel();
@@ -80,6 +101,7 @@ fn an_async_result_is_emitted_on_the_instance_thread() {
     assert_eq!(instance.threads().names(), [thread]);
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testNullReturningAsyncFunction`.
 #[test]
 fn an_async_function_returning_nothing_emits_a_unit_result() {
     let worker =
@@ -104,6 +126,7 @@ fn an_async_function_returning_nothing_emits_a_unit_result() {
     assert!(worker.await_termination(LONG));
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testUserExceptionThrowingFunction`.
 #[test]
 fn a_sync_user_error_is_the_records_result_and_the_instance_keeps_going() {
     let mut instance = FunctionInstance::builder(
@@ -131,6 +154,7 @@ fn a_sync_user_error_is_the_records_result_and_the_instance_keeps_going() {
     assert_eq!(next.result.unwrap(), 5);
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testUserExceptionThrowingAsyncFunction`.
 #[test]
 fn an_async_user_error_is_emitted_as_the_records_result_and_the_instance_keeps_going() {
     let (tx, rx) = mpsc::channel();
@@ -234,6 +258,8 @@ fn a_panicking_result_consumer_does_not_stop_the_instance() {
     assert_eq!(instance.outstanding(), 0);
 }
 
+/// Mirrors Pulsar's `JavaInstanceTest.testAsyncFunctionMaxPending`: the window fills, a record
+/// beyond it is refused, and the results come out once completed.
 #[test]
 fn try_process_beyond_max_pending_hands_the_record_back_without_calling_the_function() {
     let (completers_tx, completers) = mpsc::channel();
@@ -284,6 +310,48 @@ fn try_process_beyond_max_pending_hands_the_record_back_without_calling_the_func
     }
     assert_eq!(results.recv_timeout(LONG).unwrap().0, 1);
     assert_eq!(results.recv_timeout(LONG).unwrap().0, 2);
+    instance.close();
+    assert_eq!(instance.outstanding(), 0);
+}
+
+/// Mirrors Pulsar's `JavaInstanceTest.testAsyncFunctionMaxPendingVoidResult`: results with no
+/// value fill the window like any other (the fourth record is refused while three are
+/// outstanding), and every one reaches the result consumer once completed.
+#[test]
+fn unit_results_fill_the_pending_window_and_are_all_emitted() {
+    let (completers_tx, completers) = mpsc::channel();
+    let (results_tx, results) = mpsc::channel();
+    let mut instance = FunctionInstance::builder(
+        move |n: &u32| {
+            let (completer, output) = FunctionOutput::<()>::completable();
+            completers_tx.send((*n, completer)).unwrap();
+            output
+        },
+        forward(results_tx),
+    )
+    .max_pending(3)
+    .build();
+    for n in 0..3 {
+        assert!(matches!(
+            instance.try_process(n).unwrap(),
+            Processed::Pending
+        ));
+    }
+    assert_eq!(instance.outstanding(), 3);
+    match instance.try_process(3) {
+        Err(ProcessError::Full(record)) => assert_eq!(record, 3),
+        other => panic!("unexpected {other:?}"),
+    }
+
+    for _ in 0..3 {
+        let (_, completer) = completers.recv_timeout(LONG).unwrap();
+        completer.complete(Ok(()));
+    }
+    for n in 0..3 {
+        let (record, result) = results.recv_timeout(LONG).unwrap();
+        assert_eq!(record, n);
+        assert!(matches!(result, Ok(())));
+    }
     instance.close();
     assert_eq!(instance.outstanding(), 0);
 }

@@ -6,7 +6,7 @@ use functions_support::{gate, thread_name, DropCounter, GateFuture, Token, LONG}
 use pulsar_server::functions::{
     GetProducerError, Producer, ProducerCache, ProducerError, ProducerFuture,
 };
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -297,11 +297,15 @@ fn an_unused_producer_expires_after_the_idle_expiry() {
     assert_eq!(cache.close().closed, 3);
 }
 
+/// Mirrors Pulsar's `ProducerCacheTest.shouldCompleteFlushBeforeCloseAndWaitForClosing`: the
+/// cache's `close` flushes the producer, then closes it, and returns only once both the flush
+/// and the close have completed (each completes when the test opens its gate).
 #[test]
-fn close_waits_for_a_close_in_progress() {
+fn close_flushes_then_closes_and_waits_for_both_to_complete() {
     let (tx, events) = mpsc::channel();
     let drops = DropCounter::new();
-    let (opener, opened) = gate();
+    let (flush_opener, flush_opened) = gate();
+    let (close_opener, close_opened) = gate();
     let cache: Arc<ProducerCache<(), TestProducer>> = Arc::new(ProducerCache::builder().build());
     cache
         .get_or_create("slow", (), || {
@@ -309,29 +313,30 @@ fn close_waits_for_a_close_in_progress() {
                 "slow",
                 &tx,
                 &drops,
-                Step::Succeed,
-                Step::Gate(opened),
+                Step::Gate(flush_opened),
+                Step::Gate(close_opened),
             ))
         })
         .unwrap();
-    let released = Arc::new(AtomicBool::new(false));
+    // How many of the two operations the test had completed when `close` returned.
+    let completed = Arc::new(AtomicUsize::new(0));
     let closing = {
-        let (cache, released) = (Arc::clone(&cache), Arc::clone(&released));
+        let (cache, completed) = (Arc::clone(&cache), Arc::clone(&completed));
         thread::spawn(move || {
             let report = cache.close();
-            (report, released.load(Ordering::SeqCst))
+            (report, completed.load(Ordering::SeqCst))
         })
     };
+    assert_eq!(next_events(&events, 1), [ev("slow", "flush")]);
+    completed.fetch_add(1, Ordering::SeqCst);
+    flush_opener.open();
+    assert_eq!(next_events(&events, 1), [ev("slow", "close")]);
+    completed.fetch_add(1, Ordering::SeqCst);
+    close_opener.open();
+    let (report, completed_when_close_returned) = closing.join().unwrap();
     assert_eq!(
-        next_events(&events, 2),
-        [ev("slow", "flush"), ev("slow", "close")]
-    );
-    released.store(true, Ordering::SeqCst);
-    opener.open();
-    let (report, released_before_close_returned) = closing.join().unwrap();
-    assert!(
-        released_before_close_returned,
-        "close returned before the producer's close finished"
+        completed_when_close_returned, 2,
+        "close returned before the producer's flush and close completed"
     );
     assert_eq!((report.closed, report.abandoned), (1, 0));
 }
@@ -425,6 +430,10 @@ fn close_gives_up_on_closes_still_running_at_the_close_timeout() {
     );
 }
 
+/// Mirrors Pulsar's `ProducerCacheTest.shouldTolerateAlreadyClosedExceptionInClose` (a close
+/// that fails), `shouldTolerateRuntimeExceptionInClose` (a close that panics) and
+/// `shouldTolerateRuntimeExceptionInFlush` (a flush that panics; here also one that fails):
+/// the cache still closes every producer and reports them as failed.
 #[test]
 fn a_failing_or_panicking_flush_or_close_counts_as_failed_and_close_is_still_called() {
     let (tx, events) = mpsc::channel();

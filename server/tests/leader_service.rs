@@ -158,6 +158,8 @@ fn closing_the_leader_promotes_exactly_one_follower(backend: &TestBackend) {
     c.close();
 }
 
+/// Mirrors Pulsar's `LeaderServiceTest.testLeaderService`: a follower is not leader until its
+/// `became_active`, and a leader is not leader after its `became_inactive`.
 fn losing_the_leaders_session_hands_leadership_to_a_follower(backend: &TestBackend) {
     let (heard, received) = mpsc::channel();
     let (release, released) = mpsc::channel();
@@ -168,6 +170,10 @@ fn losing_the_leaders_session_hands_leadership_to_a_follower(backend: &TestBacke
     let a = Candidate::start(backend, held);
     let b = Candidate::start(backend, Recorder::new("b", &heard));
     recv_until(&received, |(id, _, _)| *id == "a");
+    assert!(
+        !b.service.is_leader(),
+        "b follows until it hears became_active"
+    );
 
     a.store.expire_session().unwrap();
     let mut seen = Vec::new();

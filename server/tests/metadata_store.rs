@@ -180,6 +180,7 @@ fn delete_with_a_stale_version_fails_with_bad_version(backend: &TestBackend) {
     store.close();
 }
 
+/// Mirrors Pulsar's `MetadataStoreTest.testConcurrentPutGetOneKey`.
 fn concurrent_compare_and_set_increments_lose_no_update(backend: &TestBackend) {
     const WRITERS: usize = 3;
     const INCREMENTS: usize = 15;
@@ -272,6 +273,7 @@ fn delete_of_a_node_with_children_fails_with_not_empty(backend: &TestBackend) {
     store.close();
 }
 
+/// Covers Pulsar's `MetadataStoreTest.emptyKeyTest` (the empty path among the invalid ones).
 fn invalid_paths_are_rejected(backend: &TestBackend) {
     let store = backend.open();
     for path in ["relative", "/trailing/", "/double//slash", ""] {

@@ -63,6 +63,7 @@ across_backends!(
     callbacks_may_call_the_manager,
     delay_change_callbacks_fire_once_at_the_next_change,
     a_locked_ledger_goes_to_one_worker_at_a_time,
+    nothing_is_handed_out_while_replication_is_disabled,
     close_while_callbacks_are_pending_drops_them_unrun,
     close_from_a_callback_drops_the_callbacks_queued_behind_it,
     close_releases_held_locks,
@@ -257,12 +258,24 @@ fn a_locked_ledger_goes_to_one_worker_at_a_time(backend: &TestBackend) {
     b.manager.mark_ledger_replicated(5).unwrap();
     assert!(b.manager.held_locks().is_empty());
     assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), None);
-    // Nothing is handed out while replication is disabled.
+    a.close();
+    b.close();
+}
+
+/// Mirrors Pulsar's `LedgerUnderreplicationManagerTest.testDisableLedgerReplication`: a ledger
+/// marked after replication was disabled is not handed out, to any manager, until replication
+/// is enabled again.
+fn nothing_is_handed_out_while_replication_is_disabled(backend: &TestBackend) {
+    let a = Node::start(backend);
+    let b = Node::start(backend);
+    a.manager.disable_ledger_replication().unwrap();
     a.manager
         .mark_ledger_underreplicated(6, "bookie-1:3181")
         .unwrap();
-    a.manager.disable_ledger_replication().unwrap();
+    assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), None);
     assert_eq!(b.manager.poll_ledger_to_rereplicate().unwrap(), None);
+    b.manager.enable_ledger_replication().unwrap();
+    assert_eq!(a.manager.poll_ledger_to_rereplicate().unwrap(), Some(6));
     a.close();
     b.close();
 }

@@ -1,14 +1,16 @@
 //! Fault drills on a 3-node ZooKeeper ensemble on loopback, started by each test: the
 //! ensemble's leader killed (operations resume after the re-election, every component keeps
-//! hearing changes), and the quorum lost (calls fail with a clear error within the operation
-//! timeout, nothing hangs, everything recovers when the quorum returns).
+//! hearing changes: the store's listeners, the leader service, the load manager and the
+//! under-replication manager), and the quorum lost (calls fail with a clear error within the
+//! operation timeout, nothing hangs, everything recovers when the quorum returns, and no
+//! acknowledged write is lost).
 
 mod common;
 
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
-    await_one_leader, config, end_drill, eventually, recv_within, refs, serial, start_brokers,
-    AckedWriter, DrillBroker, RECOVERY,
+    assert_replication_switch_heard, await_one_leader, config, end_drill, eventually, recv_within,
+    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY,
 };
 use common::leader_history::LeaderHistory;
 use common::own_zookeeper_servers;
@@ -69,6 +71,7 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
         );
     }
     assert_notifications_flow(&writer, &refs(&brokers), "after-the-re-election");
+    assert_replication_switch_heard(&writer, &refs(&brokers));
     let leader = await_one_leader(&refs(&brokers), &history);
     let (gone, rest): (Vec<DrillBroker>, Vec<DrillBroker>) =
         brokers.into_iter().partition(|b| b.id == leader);
@@ -101,6 +104,10 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
     writer
         .put("/drill/before-the-loss", b"kept", ExpectedVersion::Any)
         .unwrap();
+    let acked = AckedWriter::start(writer.clone());
+    eventually(RECOVERY, "writes acknowledged before the loss", || {
+        acked.acked_count() >= 5
+    });
 
     // Two of three down: the last one stops serving.
     ensemble.server_mut(0).kill();
@@ -148,16 +155,20 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
             )
         });
     }
-    eventually(RECOVERY, "writes succeed again", || {
-        writer
-            .put("/drill/after-the-quorum", b"", ExpectedVersion::Any)
-            .is_ok()
-    });
+    let acked_before = acked.acked_count();
+    eventually(
+        RECOVERY,
+        "writes acknowledged after the quorum returned",
+        || acked.acked_count() >= acked_before + 5,
+    );
+    let acked = acked.finish();
     assert_eq!(
         writer.get("/drill/before-the-loss").unwrap().unwrap().value,
         b"kept"
     );
+    assert_acked_writes_survived(&writer, &acked);
     assert_notifications_flow(&writer, &refs(&brokers), "after-the-quorum");
+    assert_replication_switch_heard(&writer, &refs(&brokers));
     let leader = await_one_leader(&refs(&brokers), &history);
     let (gone, rest): (Vec<DrillBroker>, Vec<DrillBroker>) =
         brokers.into_iter().partition(|b| b.id == leader);

@@ -1,8 +1,9 @@
 //! Fault drills on a ZooKeeper server each test starts for itself (to kill and restart it): the
 //! server killed and restarted within the session timeout, a connection cut and restored within
 //! it, an outage longer than it, and one leader at a time while leaders are closed, partitioned
-//! and killed. After each fault: notifications flow again, exactly one leader, a broker that
-//! stops leaves every cache, and no acknowledged write is lost.
+//! and killed. After each fault: notifications flow again (to the store's listeners and to the
+//! under-replication managers), exactly one leader, a broker that stops leaves every cache, and
+//! no acknowledged write is lost.
 //!
 //! The drills run one at a time (they start JVMs and use short session timeouts), each bounded
 //! by the waits of [`common::drill`]; every server and proxy they start stops when its guard
@@ -12,14 +13,14 @@ mod common;
 
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
-    await_one_leader, config, end_drill, eventually, refs, serial, start_brokers, AckedWriter,
-    DrillBroker, RECOVERY,
+    assert_replication_switch_heard, await_one_leader, config, end_drill, eventually, recv_within,
+    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY,
 };
 use common::leader_history::{check_one_leader_at_a_time, LeaderHistory, Transition};
 use common::own_zookeeper_servers;
 use common::proxy::PartitionProxy;
 use pulsar_server::leader::LeaderService;
-use pulsar_server::metadata::{MetadataStore, SessionEvent};
+use pulsar_server::metadata::{MetadataStore, NotificationType, SessionEvent};
 use pulsar_testkit::zookeeper::ZooKeeperServer;
 use std::time::{Duration, Instant};
 
@@ -111,6 +112,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
         "the same sessions came back (a reconnect, not a new session)"
     );
     assert_notifications_flow(&writer, &refs(&brokers), "after-restart");
+    assert_replication_switch_heard(&writer, &refs(&brokers));
     // The follower must hear the leader's node go (the failure of issue 11: no failover).
     let rest = stop_the_leader_and_check_failover(brokers, &history);
     assert_acked_writes_survived(&writer, &acked);
@@ -168,6 +170,10 @@ fn a_connection_cut_and_restored_within_the_session_timeout_misses_nothing_it_mu
         .unwrap();
     proxies[cut].heal();
     brokers[cut].await_session_event(SessionEvent::Reconnected, RECOVERY);
+    // What changed during the cut is not replayed: the store tells its listeners so.
+    recv_within(&brokers[cut].notifications, RECOVERY, |n| {
+        n.kind == NotificationType::Resync && n.path == "/"
+    });
     let acked = acked.finish();
 
     let live: Vec<&DrillBroker> = brokers
@@ -184,6 +190,7 @@ fn a_connection_cut_and_restored_within_the_session_timeout_misses_nothing_it_mu
     );
     assert_broker_left_every_cache(&brokers[stopping].id, &live);
     assert_notifications_flow(&writer, &live, "after-the-cut");
+    assert_replication_switch_heard(&writer, &live);
     // Still hearing deletions: the leader stops, the other takes over.
     let (gone, next) = if live[0].id == leader {
         (live[0], live[1])
@@ -241,6 +248,7 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
         assert_eq!(session_of(broker).1, 2, "{}: a new session", broker.id);
     }
     assert_notifications_flow(&writer, &refs(&brokers), "after-the-outage");
+    assert_replication_switch_heard(&writer, &refs(&brokers));
     // The old sessions' nodes go when the restarted server expires them; then one leader.
     await_one_leader(&refs(&brokers), &history);
     for broker in &brokers {

@@ -1,10 +1,11 @@
 //! Session events and what components do on them, on a ZooKeeper server each test starts for
-//! itself (to stop and start it): Pulsar's `ZKSessionTest` cases, and the re-enable callbacks
-//! of the under-replication manager across a reconnect.
+//! itself (to stop and start it): Pulsar's `ZKSessionTest` cases, the session-watcher cases of
+//! `ZooKeeperSessionWatcherTest` / `ZKSessionWatcherTest` that a real server can drive, and the
+//! re-enable callbacks of the under-replication manager across a reconnect.
 
 mod common;
 
-use common::drill::{config, recv_within, RECOVERY};
+use common::drill::{config, recv_within, serial, RECOVERY};
 use common::leader_history::{LeaderHistory, Transition};
 use common::own_zookeeper_servers;
 use common::proxy::PartitionProxy;
@@ -15,16 +16,7 @@ use pulsar_server::metadata::{
 use pulsar_server::replication::UnderreplicationManager;
 use pulsar_testkit::zookeeper::ZooKeeperServer;
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-
-/// One test at a time (each starts a JVM and waits on session timeouts).
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// A store on `address` and the session events it delivers.
 fn store_with_events(
@@ -45,7 +37,8 @@ fn store_with_events(
 
 /// Mirrors `ZKSessionTest.testDisconnection`: the server stops and starts again within the
 /// session timeout; the store hears `ConnectionLost`, then `Reconnected`, on the same session
-/// (no `SessionLost` in between), and then a `Resync` notification.
+/// (no `SessionLost` in between), and then a `Resync` notification. Also mirrors
+/// `ZooKeeperSessionWatcherTest.testProcess2`: a disconnect is not treated as an expiry.
 #[test]
 fn a_server_back_within_the_session_timeout_means_connection_lost_then_reconnected() {
     if !own_zookeeper_servers() {
@@ -112,7 +105,11 @@ fn a_server_back_within_the_session_timeout_means_connection_lost_then_reconnect
 /// Mirrors `ZKSessionTest.testSessionLost`: the server stays down past the session timeout;
 /// the store hears `ConnectionLost`, `SessionLost`, and once the server is back
 /// `SessionReestablished` (upstream also reports `Reconnected` before it; here `Reconnected`
-/// means the same session came back, which it did not).
+/// means the same session came back, which it did not). Also mirrors
+/// `ZooKeeperSessionWatcherTest.testProcess1` (an expiry is acted on: here by a new session,
+/// where the old broker shut down) and `ZKSessionWatcherTest`'s
+/// `testClosedEventShouldNotBeTreatedAsReconnectedAfterSessionLost` (after `SessionLost`, the
+/// next event is `SessionReestablished`, never `Reconnected`).
 #[test]
 fn a_server_down_past_the_session_timeout_means_session_lost_then_reestablished() {
     if !own_zookeeper_servers() {

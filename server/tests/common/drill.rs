@@ -1,6 +1,7 @@
-//! The fault drills' cast: brokers (a store, a `LeaderService` and a `LoadManager` each), a
-//! writer that records which writes were acknowledged, and the checks every drill ends with
-//! (notifications flow, one leader, dead brokers leave every cache, no acknowledged write lost).
+//! The fault drills' cast: brokers (a store, a `LeaderService`, a `LoadManager` and an
+//! `UnderreplicationManager` each), a writer that records which writes were acknowledged, and
+//! the checks every drill ends with (notifications flow to every component, one leader, dead
+//! brokers leave every cache, no acknowledged write lost).
 
 use super::leader_history::LeaderHistory;
 use pulsar_server::leader::LeaderService;
@@ -9,6 +10,7 @@ use pulsar_server::metadata::{
     ExpectedVersion, MetadataStore, MetadataStoreConfig, Notification, NotificationType,
     SessionEvent,
 };
+use pulsar_server::replication::UnderreplicationManager;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,6 +19,9 @@ use std::time::{Duration, Instant};
 
 /// The election every drill broker joins.
 pub const ELECTION_PATH: &str = "/drill/leader";
+
+/// The ledgers root of every drill broker's under-replication manager.
+pub const LEDGERS_ROOT: &str = "/drill/ledgers";
 
 /// How long a drill waits for the system to settle after a fault ("within a few seconds"; a
 /// bound on a wait, not a measurement).
@@ -58,13 +63,15 @@ pub fn eventually(within: Duration, what: &str, mut condition: impl FnMut() -> b
     let deadline = Instant::now() + within;
     while !condition() {
         assert!(Instant::now() < deadline, "not within {within:?}: {what}");
-        // Polling state another thread changes: a short pause between looks.
+        // Polling, not synchronising: what is awaited (a leader, a cache, a session) changes
+        // when the ZooKeeper processes act, and offers nothing to block on; the condition is
+        // checked again after a short pause, and the deadline bounds the wait.
         thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// One broker of a drill: its own store (session), a leader service and a load manager on it,
-/// and what the store told its listeners.
+/// One broker of a drill: its own store (session), a leader service, a load manager and an
+/// under-replication manager on it, and what the store told its listeners.
 pub struct DrillBroker {
     /// The broker's id (candidate id and load-report name).
     pub id: String,
@@ -74,6 +81,8 @@ pub struct DrillBroker {
     pub leader: LeaderService,
     /// Its load manager.
     pub load: LoadManager,
+    /// Its under-replication manager.
+    pub replication: UnderreplicationManager,
     /// Every notification its store delivered.
     pub notifications: Receiver<Notification>,
     /// Every session event its store delivered.
@@ -105,11 +114,13 @@ impl DrillBroker {
         let leader =
             LeaderService::start(store.clone(), ELECTION_PATH, id, history.listener(id)).unwrap();
         let load = LoadManager::start(store.clone(), id, LoadReport::default()).unwrap();
+        let replication = UnderreplicationManager::new(store.clone(), LEDGERS_ROOT).unwrap();
         Self {
             id: id.to_owned(),
             store,
             leader,
             load,
+            replication,
             notifications,
             sessions,
         }
@@ -126,6 +137,7 @@ impl DrillBroker {
         history.gone(&self.id);
         self.leader.close();
         self.load.stop();
+        self.replication.close();
         self.store.close();
     }
 }
@@ -171,6 +183,38 @@ pub fn assert_notifications_flow(writer: &MetadataStore, brokers: &[&DrillBroker
             }
         });
     }
+}
+
+/// The under-replication manager of every broker still hears the replication switch: the
+/// writer disables replication, each broker's manager registers an "enabled" callback (which
+/// must wait), the writer enables replication, and every callback runs within [`RECOVERY`].
+#[track_caller]
+pub fn assert_replication_switch_heard(writer: &MetadataStore, brokers: &[&DrillBroker]) {
+    let switch = UnderreplicationManager::new(writer.clone(), LEDGERS_ROOT).unwrap();
+    switch.disable_ledger_replication().unwrap();
+    let (ran, heard) = mpsc::channel();
+    for broker in brokers {
+        let (ran, id) = (ran.clone(), broker.id.clone());
+        broker
+            .replication
+            .notify_ledger_replication_enabled(move || {
+                let _ = ran.send(id);
+            })
+            .unwrap();
+    }
+    assert!(
+        heard.try_recv().is_err(),
+        "an \"enabled\" callback ran while replication was disabled"
+    );
+    switch.enable_ledger_replication().unwrap();
+    let mut waiting: Vec<&str> = brokers.iter().map(|b| b.id.as_str()).collect();
+    while !waiting.is_empty() {
+        let id = heard.recv_timeout(RECOVERY).unwrap_or_else(|error| {
+            panic!("{waiting:?} did not hear replication enabled within {RECOVERY:?} ({error})")
+        });
+        waiting.retain(|waiting| *waiting != id);
+    }
+    switch.close();
 }
 
 /// Waits until exactly one of `brokers` leads and every one names it as the leader; its id.

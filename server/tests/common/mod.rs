@@ -1,5 +1,6 @@
 //! Test support shared by the server's test files: the two backends every suite runs on, unique
-//! names, and bounded waits (channels with timeouts, condition waits; never sleeps).
+//! names, and bounded waits (channels with timeouts, condition waits; no sleep stands in for
+//! synchronisation: the drills' `eventually` polls a condition with a deadline).
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
