@@ -1,6 +1,7 @@
 //! Workspace automation: `cargo xtask test` (what CI runs) and `cargo xtask bench` (the
 //! benchmark report). One file per subcommand.
 
+mod background;
 mod bench;
 mod bench_machine;
 mod report;

@@ -12,7 +12,8 @@
 //!    consumer dispatch (library models), in `target/loom`
 //! 5. Miri (Stacked Borrows, its default) over the tests that execute `unsafe` code, on the
 //!    dated nightly `setup::MIRI_TOOLCHAIN` (`cargo +nightly-<date> miri test`), in
-//!    `target/miri`, in the background beside steps 4 and 6 (each of the three keeps about one core busy); the `miri` and
+//!    `target/miri`, in the background from step 2 on (it keeps one core busy for about five
+//!    minutes; the other steps share the rest, and a failing step stops it); the `miri` and
 //!    `rust-src` components are installed when missing ([`crate::setup`])
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
 //!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
@@ -28,6 +29,7 @@
 //! Flags: `--no-loom`, `--no-miri`, `--no-valgrind` skip a step while developing; CI runs
 //! everything, and a step whose tool cannot be installed fails the run.
 
+use crate::background::{Background, Runner};
 use crate::{cargo, workspace_root};
 use anyhow::{bail, Context, Result};
 use std::process::Command;
@@ -56,6 +58,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let started = Instant::now();
 
     step("fmt", cargo().args(["fmt", "--all", "--", "--check"]))?;
+
+    // Miri interprets one thread at a time for about five minutes: it runs on a thread of its
+    // own from here on, beside clippy, the test suite (much of which waits on ZooKeeper), loom
+    // and valgrind, its output kept in a log that is printed when it ends. If a step fails
+    // first, dropping it stops it.
+    let miri_run = miri.then(|| Background::start(miri_tests));
     step(
         "clippy",
         cargo().args([
@@ -79,11 +87,6 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         drop(zookeeper);
         outcome?;
     }
-
-    // Miri interprets one thread at a time and valgrind serialises threads: each keeps about
-    // one core busy, so Miri runs in the background beside the loom and valgrind steps, its
-    // output kept in a log that is printed when it ends.
-    let miri_run = miri.then(|| std::thread::spawn(miri_tests));
 
     if loom {
         let mut models = cargo();
@@ -117,9 +120,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         Ok(())
     };
     if let Some(miri_run) = miri_run {
-        miri_run
-            .join()
-            .map_err(|_| anyhow::anyhow!("the Miri step panicked"))??;
+        miri_run.join()?;
     }
     native_checks?;
 
@@ -186,7 +187,7 @@ const MIRI_RUNS: &[(&str, &[&str])] = &[
 
 /// Runs [`MIRI_RUNS`] under Miri with Stacked Borrows (Miri's default model), each run's
 /// output into `target/miri/xtask-miri-<n>.log`, echoed when the run ends.
-fn miri_tests() -> Result<()> {
+fn miri_tests(runner: &Runner) -> Result<()> {
     let logs = workspace_root().join("target/miri");
     std::fs::create_dir_all(&logs).context("creating target/miri")?;
     for (n, (package, run)) in MIRI_RUNS.iter().enumerate() {
@@ -200,7 +201,7 @@ fn miri_tests() -> Result<()> {
             .env("CARGO_TARGET_DIR", &logs)
             .stdout(log.try_clone()?)
             .stderr(log);
-        let outcome = step(&name, &mut miri);
+        let outcome = runner.step(&name, &mut miri);
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         println!("==> xtask test: output of `{name}`:\n{output}");
         // The run's output may scroll away behind the steps running beside it: the error,
