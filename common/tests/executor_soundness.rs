@@ -1,14 +1,16 @@
 //! Both executors against what users get wrong or what their closures do that is unusual: a
-//! thread factory that panics (lazy start, restart at shutdown), a panic hook that panics, a
-//! task that joins a task of its own executor, over-aligned and zero-sized closures, and
-//! captures that panic when dropped. Small and thread-light, so it also runs under Miri.
+//! thread factory that panics (on every path that starts the thread: execute, execute_all,
+//! submit, spawn, invoke_all/invoke_any, schedule*, the restart at shutdown), a panic hook
+//! that panics, a task that joins a task or future of its own executor, over-aligned and
+//! zero-sized closures, and captures that panic when dropped. Small and thread-light, so it
+//! also runs under Miri.
 #![cfg(not(loom))]
 
 mod support;
 
 use pulsar_common::executors::{
     InvokeAnyError, InvokeFailure, PulsarExecutors, RejectReason, ScheduledExecutor,
-    SingleThreadExecutor, TaskError, ThreadFactoryPanicked,
+    SingleThreadExecutor, TaskError, TaskHandle, ThreadFactoryPanicked,
 };
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -173,6 +175,62 @@ fn a_panicking_factory_hands_scheduled_and_immediate_tasks_back_and_a_retry_work
 }
 
 #[test]
+fn a_panicking_factory_hands_back_batches_futures_and_invoked_tasks_and_a_retry_works() {
+    // One failed start per path: execute_all, spawn, invoke_all (one per task), invoke_any.
+    let script = [[Start::Panic; 5].as_slice(), &[Start::Work]].concat();
+    let factory = ScriptedFactory::new(&script);
+    let executor = plain(&factory);
+    let (done, ran) = mpsc::channel();
+    let batch: Vec<_> = (0..3)
+        .map(|i| {
+            let done = done.clone();
+            move || done.send(i).unwrap()
+        })
+        .collect();
+    let rejected = executor.execute_all(batch).unwrap_err();
+    assert_factory_panicked(rejected.reason());
+    for task in rejected.into_task() {
+        task();
+    }
+    assert_eq!(
+        ran.try_iter().collect::<Vec<_>>(),
+        [0, 1, 2],
+        "the batch came back whole"
+    );
+
+    let drops = DropCounter::new();
+    let token = drops.token();
+    let refused = executor
+        .spawn(async move {
+            drop(token);
+        })
+        .unwrap_err();
+    assert_factory_panicked(refused.reason());
+    assert_eq!(
+        drops.drops(),
+        0,
+        "the future comes back unpolled and undropped"
+    );
+    drop(refused);
+    assert_eq!(drops.drops(), 1);
+
+    let all = executor.invoke_all(vec![|| 1, || 2]);
+    assert!(all.iter().all(|r| matches!(r, Err(TaskError::Rejected))));
+    let any = executor.invoke_any(vec![|| Ok::<u8, ()>(1)]);
+    assert!(matches!(
+        any,
+        Err(InvokeAnyError::AllFailed(ref failures))
+            if matches!(failures[..], [InvokeFailure::Task(TaskError::Rejected)])
+    ));
+    assert_eq!(executor.pending_tasks(), 0);
+
+    assert_eq!(executor.submit(|| 9).unwrap().join().unwrap(), 9);
+    assert_eq!(factory.calls(), 6, "each path asked for the thread again");
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
+}
+
+#[test]
 fn a_scheduled_executor_whose_factory_always_panics_terminates_at_shutdown() {
     let factory = ScriptedFactory::new(&[Start::Panic]);
     let executor = scheduled(&factory);
@@ -180,6 +238,11 @@ fn a_scheduled_executor_whose_factory_always_panics_terminates_at_shutdown() {
     assert!(executor
         .schedule_at_fixed_rate(Duration::ZERO, Duration::from_secs(1), || ())
         .is_err());
+    let rejected = executor
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::from_secs(1), || ())
+        .unwrap_err();
+    assert_factory_panicked(rejected.reason());
+    assert_eq!(factory.calls(), 3);
     executor.shutdown();
     assert!(executor.await_termination(LONG));
 }
@@ -239,6 +302,16 @@ fn a_panic_hook_that_panics_leaves_the_scheduled_worker_running() {
 
 // ---- self-join fails fast ----------------------------------------------------------------
 
+/// Joins a task that itself joins, waiting at most [`LONG`]: a self-join that waited instead
+/// of failing fast would block the outer task for good, and this fails the test instead of
+/// hanging it.
+fn joined_in_time<R>(outer: TaskHandle<R>) -> R {
+    match outer.join_timeout(LONG) {
+        Ok(outcome) => outcome.expect("the outer task completes"),
+        Err(_) => panic!("the outer task is still blocked: its self-join waited"),
+    }
+}
+
 #[test]
 fn join_on_the_worker_of_the_tasks_own_executor_fails_fast() {
     let executor = PulsarExecutors::new_single_thread_executor();
@@ -253,7 +326,7 @@ fn join_on_the_worker_of_the_tasks_own_executor_fails_fast() {
         })
         .unwrap();
     assert!(matches!(
-        outer.join().unwrap(),
+        joined_in_time(outer),
         Err(TaskError::WouldDeadlock)
     ));
     assert_eq!(
@@ -277,6 +350,27 @@ fn join_timeout_on_the_worker_of_the_tasks_own_executor_fails_fast() {
         )
         .unwrap();
     assert_eq!(outer.join().unwrap(), Err(true));
+}
+
+#[test]
+fn a_spawned_futures_handle_joined_on_its_own_executors_worker_fails_fast() {
+    let executor = PulsarExecutors::new_single_thread_executor();
+    let same = executor.clone();
+    let outer = executor
+        .submit(move || {
+            let spawned = same.spawn(async { 3 }).unwrap();
+            let refused = spawned.join().map_err(|error| error.is_would_deadlock());
+            let spawned = same.spawn(async { 4 }).unwrap();
+            let timed = match spawned.join_timeout(LONG) {
+                Ok(outcome) => outcome.map_err(|error| error.is_would_deadlock()),
+                Err(_) => panic!("waited out the timeout instead of failing fast"),
+            };
+            (refused, timed)
+        })
+        .unwrap();
+    assert_eq!(joined_in_time(outer), (Err(true), Err(true)));
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
 }
 
 #[test]
@@ -330,7 +424,7 @@ fn invoke_all_and_invoke_any_on_their_own_executors_worker_fail_fast_without_run
             (all, any)
         })
         .unwrap();
-    let (all, any) = outer.join().unwrap();
+    let (all, any) = joined_in_time(outer);
     assert_eq!(all.len(), 3);
     assert!(all
         .iter()
@@ -484,6 +578,60 @@ fn an_over_aligned_closure_returned_by_shutdown_now_runs_or_drops_once() {
     returned.remove(0).run();
     drop(returned);
     assert_eq!(drops.drops(), 2);
+    assert!(executor.await_termination(LONG));
+}
+
+/// A zero-sized capture aligned to 64 bytes: it fits a task slot by size but not by
+/// alignment. Its `Drop` records whether it was dropped at an aligned address: a task dropped
+/// unrun drops its captures in place, wherever the task holds them.
+#[repr(align(64))]
+struct AlignedMarker;
+
+static ALIGNED_MARKER_DROPS: AtomicUsize = AtomicUsize::new(0);
+static MISALIGNED_MARKER_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for AlignedMarker {
+    fn drop(&mut self) {
+        let aligned = std::ptr::from_mut(self) as usize % 64 == 0;
+        let counter = if aligned {
+            &ALIGNED_MARKER_DROPS
+        } else {
+            &MISALIGNED_MARKER_DROPS
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn an_over_aligned_zero_sized_capture_is_dropped_aligned_by_the_shutdown_now_caller() {
+    assert_eq!(
+        (
+            std::mem::size_of::<AlignedMarker>(),
+            std::mem::align_of::<AlignedMarker>()
+        ),
+        (0, 64)
+    );
+    const TASKS: usize = 4;
+    let executor = PulsarExecutors::new_single_thread_executor();
+    let release = block(|task| executor.execute(task).unwrap());
+    for _ in 0..TASKS {
+        let marker = AlignedMarker;
+        executor
+            .execute(move || {
+                let _keep = &marker;
+            })
+            .unwrap();
+    }
+    let returned = executor.shutdown_now();
+    assert_eq!(returned.len(), TASKS);
+    drop(returned);
+    release.send(()).unwrap();
+    assert_eq!(ALIGNED_MARKER_DROPS.load(Ordering::SeqCst), TASKS);
+    assert_eq!(
+        MISALIGNED_MARKER_DROPS.load(Ordering::SeqCst),
+        0,
+        "a capture was stored misaligned in its task slot"
+    );
     assert!(executor.await_termination(LONG));
 }
 

@@ -9,6 +9,7 @@ mod report_chart;
 mod report_markdown;
 mod setup;
 mod test;
+mod unsafe_coverage;
 mod zookeeper;
 
 use anyhow::{bail, Result};

@@ -14,7 +14,9 @@
 //!    dated nightly `setup::MIRI_TOOLCHAIN` (`cargo +nightly-<date> miri test`), in
 //!    `target/miri`, in the background from step 2 on (it keeps one core busy for about five
 //!    minutes; the other steps share the rest, and a failing step stops it); the `miri` and
-//!    `rust-src` components are installed when missing ([`crate::setup`])
+//!    `rust-src` components are installed when missing ([`crate::setup`]); before step 1,
+//!    [`crate::unsafe_coverage`] checks that every library file with `unsafe` code is
+//!    executed by one of these runs
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
 //!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
 //!    target runner is not part of cargo's fingerprint, so nothing is rebuilt for it)
@@ -45,6 +47,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     }
     let wants = |step: &str| !args.iter().any(|a| a == &format!("--no-{step}"));
     let (loom, miri, valgrind) = (wants("loom"), wants("miri"), wants("valgrind"));
+    // A file with `unsafe` that no Miri run executes fails the command at once, skipped or not.
+    crate::unsafe_coverage::check(&workspace_root(), MIRI_RUNS)?;
     // Install what the later steps need before the long ones start, so that a machine that
     // cannot install them fails in seconds, not after the test suite.
     crate::setup::ensure_lints()?;
@@ -135,8 +139,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 /// `unsafe` code (task slots and batches, both executors, the pools, the client's consumer).
 /// Under Miri a test sees `cfg(miri)` and runs smaller counts where its full size would take
 /// minutes; tests that need the real machine (thread counts read from `/proc`, timing bounds)
-/// are skipped here by name and run natively and under valgrind.
-const MIRI_RUNS: &[(&str, &[&str])] = &[
+/// are skipped here by name and run natively and under valgrind. Which run executes each file
+/// with `unsafe` is checked before the first step (`unsafe_coverage.rs`).
+pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
     // Task slots, batches and the ring (unit tests; the timer wheel's are safe code, checked
     // natively), then both executors' suites (the workers' claim protocol, shutdown_now's
     // hand-back, panics and drops in every place), submitted tasks' cancel and spawned

@@ -96,6 +96,7 @@ impl RawTask {
         let mut storage = Storage::uninit();
         if fits_inline::<F>() {
             debug_assert!(mem::size_of::<F>() <= mem::size_of::<Storage>());
+            debug_assert!(mem::align_of::<F>() <= mem::align_of::<Storage>());
             // SAFETY: `F` fits the storage in size and alignment (checked just above), and the
             // storage is fresh, so writing one `F` into it overwrites nothing live.
             unsafe { ptr::write(storage.as_mut_ptr().cast::<F>(), f) };
@@ -281,6 +282,39 @@ mod tests {
         task.run();
         assert_eq!(ran.load(Ordering::SeqCst), 56);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_over_aligned_closure_is_boxed_even_when_it_fits_the_storage_by_size() {
+        /// 16 bytes (fits the 24-byte storage), aligned to 16 (more than the storage's word).
+        #[repr(align(16))]
+        struct Aligned16([u8; 16]);
+        /// Zero bytes, aligned to 64.
+        #[repr(align(64))]
+        struct Aligned64;
+        assert!(mem::size_of::<Aligned16>() <= mem::size_of::<Storage>());
+        assert!(mem::align_of::<Aligned16>() > mem::align_of::<Storage>());
+
+        let value = Aligned16([3; 16]);
+        let task = RawTask::new(move || {
+            assert_eq!(ptr::from_ref(&value) as usize % 16, 0);
+            assert_eq!(value.0, [3; 16]);
+        });
+        assert!(
+            !task.is_inline(),
+            "an inline Aligned16 would sit misaligned"
+        );
+        task.run();
+
+        let marker = Aligned64;
+        let task = RawTask::new(move || {
+            let _keep = &marker;
+        });
+        assert!(
+            !task.is_inline(),
+            "an inline Aligned64 would sit misaligned"
+        );
+        drop(task);
     }
 
     #[test]

@@ -234,6 +234,12 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
     /// deadlines and periodic timers are cancelled (their handles report
     /// [`TaskError::Cancelled`]); the worker exits when nothing is left. Idempotent; does not
     /// wait (see [`await_termination`](Self::await_termination)).
+    ///
+    /// Tasks queued while a thread start was in progress that then failed (the thread factory
+    /// returned an error or panicked) have no worker: `shutdown` tries once more to start one
+    /// for them. If that start fails too, they stay queued, and the executor terminates once
+    /// [`shutdown_now`](Self::shutdown_now) has taken them back. (A later `shutdown` tries the
+    /// start again; if no start ever succeeds, dropping the last handle drops them, each once.)
     pub fn shutdown(&self) {
         ExecutorCore::shutdown(self.core());
     }
