@@ -214,14 +214,27 @@ fn a_panicking_factory_hands_back_batches_futures_and_invoked_tasks_and_a_retry_
     drop(refused);
     assert_eq!(drops.drops(), 1);
 
+    // Each refused task says why: the factory's panic, not a shutdown.
     let all = executor.invoke_all(vec![|| 1, || 2]);
-    assert!(all.iter().all(|r| matches!(r, Err(TaskError::Rejected))));
+    assert_eq!(all.len(), 2);
+    for outcome in &all {
+        let Err(error @ TaskError::Rejected(reason)) = outcome else {
+            panic!("expected a rejection, got {outcome:?}");
+        };
+        assert_factory_panicked(reason);
+        let message = error.to_string();
+        assert!(message.contains("could not be started"), "{message}");
+        let source = std::error::Error::source(error).expect("the reason is the source");
+        assert!(source.downcast_ref::<RejectReason>().is_some());
+    }
     let any = executor.invoke_any(vec![|| Ok::<u8, ()>(1)]);
-    assert!(matches!(
-        any,
-        Err(InvokeAnyError::AllFailed(ref failures))
-            if matches!(failures[..], [InvokeFailure::Task(TaskError::Rejected)])
-    ));
+    let Err(InvokeAnyError::AllFailed(failures)) = any else {
+        panic!("expected AllFailed, got {any:?}");
+    };
+    let [InvokeFailure::Task(TaskError::Rejected(reason))] = &failures[..] else {
+        panic!("expected one rejection, got {failures:?}");
+    };
+    assert_factory_panicked(reason);
     assert_eq!(executor.pending_tasks(), 0);
 
     assert_eq!(executor.submit(|| 9).unwrap().join().unwrap(), 9);

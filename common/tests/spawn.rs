@@ -393,7 +393,10 @@ fn a_wake_after_shutdown_drops_the_future_and_the_handle_yields_rejected() {
         1,
         "dropped by the wake that could not queue it"
     );
-    assert!(matches!(handle.join(), Err(TaskError::Rejected)));
+    assert!(matches!(
+        handle.join(),
+        Err(TaskError::Rejected(RejectReason::Shutdown))
+    ));
 }
 
 #[test]

@@ -146,7 +146,8 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
     }
 
     /// Runs every task and waits for all of them; results come back in the tasks' order.
-    /// A task the executor refused yields [`TaskError::Rejected`].
+    /// A task the executor refused yields [`TaskError::Rejected`] with the reason (shut down,
+    /// or the worker thread could not be started).
     ///
     /// Called on this executor's own worker thread (from one of its tasks), where it could
     /// only wait forever, it submits nothing: every task is dropped unrun and yields
@@ -167,7 +168,7 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
             .into_iter()
             .map(|handle| match handle {
                 Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
+                Err(rejected) => Err(TaskError::Rejected(rejected.into_parts().1)),
             })
             .collect()
     }
@@ -217,7 +218,7 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
         for handle in handles {
             let outcome = match handle {
                 Ok(handle) => handle.join(),
-                Err(_) => Err(TaskError::Rejected),
+                Err(rejected) => Err(TaskError::Rejected(rejected.into_parts().1)),
             };
             match outcome {
                 Ok(Some(Ok(value))) => return Ok(value),

@@ -266,13 +266,13 @@ where
             cell: Some(Arc::clone(self)),
         };
         if let Err(rejected) = enqueue_job(&self.core, poll) {
-            let mut poll = rejected.into_task();
+            let (mut poll, reason) = rejected.into_parts();
             poll.cell = None; // never queued: its `Drop` must not cancel
             let state = std::mem::replace(&mut *self.state.lock(), State::Done);
             match state {
                 State::Queued(future) => self
                     .slot
-                    .complete_after_dropping(future, Err(TaskError::Rejected)),
+                    .complete_after_dropping(future, Err(TaskError::Rejected(reason))),
                 // Cancelled between the wake and the refusal: the cancel dropped the future
                 // and counted the entry that never was.
                 State::CancelledQueued => self.cancelled.entry_gone(),

@@ -1,5 +1,6 @@
 //! `TaskError`: why a submitted task produced no value.
 
+use crate::executors::rejected::RejectReason;
 use crate::executors::task_panic::TaskPanic;
 use std::any::Any;
 use std::error::Error;
@@ -31,9 +32,11 @@ pub enum TaskError {
     /// [`TaskHandle::cancel`](crate::executors::TaskHandle::cancel), or returned by
     /// `shutdown_now` and dropped unrun.
     Cancelled,
-    /// The executor refused the task (it was shut down). For a spawned future: it was woken
-    /// after the executor was shut down, so it could not be polled again; it was dropped.
-    Rejected,
+    /// The executor refused the task, for the reason given: it was shut down, or its worker
+    /// thread could not be started (the thread factory's error or panic). For a spawned
+    /// future: it was woken after the executor was shut down, so it could not be polled
+    /// again; it was dropped.
+    Rejected(RejectReason),
     /// The wait was refused, not the task: `join` (or `join_timeout`, `invoke_all`,
     /// `invoke_any`) was called on the worker thread of the executor that has to produce the
     /// result, which it cannot do while its only thread waits. Returned at once instead of
@@ -80,7 +83,7 @@ impl fmt::Debug for TaskError {
                 f.debug_tuple("Panicked").field(&panic.message()).finish()
             }
             TaskError::Cancelled => f.write_str("Cancelled"),
-            TaskError::Rejected => f.write_str("Rejected"),
+            TaskError::Rejected(reason) => f.debug_tuple("Rejected").field(reason).finish(),
             TaskError::WouldDeadlock => f.write_str("WouldDeadlock"),
         }
     }
@@ -91,7 +94,7 @@ impl fmt::Display for TaskError {
         match self {
             TaskError::Panicked(panic) => write!(f, "task panicked: {}", panic.message()),
             TaskError::Cancelled => f.write_str("task cancelled before it ran"),
-            TaskError::Rejected => f.write_str("task rejected: the executor was shut down"),
+            TaskError::Rejected(reason) => write!(f, "task rejected: {reason}"),
             TaskError::WouldDeadlock => f.write_str(
                 "waiting for the result on the worker thread of the executor that must produce it would deadlock",
             ),
@@ -99,4 +102,12 @@ impl fmt::Display for TaskError {
     }
 }
 
-impl Error for TaskError {}
+impl Error for TaskError {
+    /// For a rejection, its [`RejectReason`] (whose own source is the thread factory's error).
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            TaskError::Rejected(reason) => Some(reason),
+            _ => None,
+        }
+    }
+}
