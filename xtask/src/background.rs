@@ -91,14 +91,7 @@ impl Runner {
             }
             thread::sleep(POLL);
         };
-        if !status.success() {
-            bail!("`{name}` failed ({status})");
-        }
-        println!(
-            "==> xtask test: {name} passed in {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
-        Ok(())
+        crate::test::step_finished(name, status, started)
     }
 }
 

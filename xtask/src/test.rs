@@ -34,7 +34,7 @@
 use crate::background::{Background, Runner};
 use crate::{cargo, workspace_root};
 use anyhow::{bail, Context, Result};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
@@ -303,6 +303,11 @@ fn step(name: &str, command: &mut Command) -> Result<()> {
         .current_dir(workspace_root())
         .status()
         .with_context(|| format!("cannot run the `{name}` step"))?;
+    step_finished(name, status, started)
+}
+
+/// Reports how the step `name`, started at `started`, ended: an error if it failed.
+pub(crate) fn step_finished(name: &str, status: ExitStatus, started: Instant) -> Result<()> {
     if !status.success() {
         bail!("`{name}` failed ({status})");
     }
