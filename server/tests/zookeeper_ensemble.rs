@@ -36,9 +36,7 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
     let writer = MetadataStore::open_with_config(&url, config(Duration::from_secs(4))).unwrap();
     await_one_leader(&refs(&brokers), &history);
     let acked = AckedWriter::start(writer.clone());
-    eventually(RECOVERY, "writes acknowledged before the kill", || {
-        acked.acked_count() >= 5
-    });
+    acked.await_more_acks(5, "writes acknowledged before the kill");
 
     let zk_leader = ensemble
         .wait_for_leader(RECOVERY)
@@ -53,12 +51,7 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
     for broker in &brokers {
         broker.await_session_event(SessionEvent::Reconnected, RECOVERY);
     }
-    let acked_before = acked.acked_count();
-    eventually(
-        RECOVERY,
-        "writes acknowledged after the re-election",
-        || acked.acked_count() >= acked_before + 5,
-    );
+    acked.await_more_acks(5, "writes acknowledged after the re-election");
     let acked = acked.finish();
 
     for broker in &brokers {
@@ -105,9 +98,7 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
         .put("/drill/before-the-loss", b"kept", ExpectedVersion::Any)
         .unwrap();
     let acked = AckedWriter::start(writer.clone());
-    eventually(RECOVERY, "writes acknowledged before the loss", || {
-        acked.acked_count() >= 5
-    });
+    acked.await_more_acks(5, "writes acknowledged before the loss");
 
     // Two of three down: the last one stops serving.
     ensemble.server_mut(0).kill();
@@ -155,12 +146,7 @@ fn losing_the_quorum_fails_calls_within_the_operation_timeout_and_everything_rec
             )
         });
     }
-    let acked_before = acked.acked_count();
-    eventually(
-        RECOVERY,
-        "writes acknowledged after the quorum returned",
-        || acked.acked_count() >= acked_before + 5,
-    );
+    acked.await_more_acks(5, "writes acknowledged after the quorum returned");
     let acked = acked.finish();
     assert_eq!(
         writer.get("/drill/before-the-loss").unwrap().unwrap().value,

@@ -88,9 +88,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
     } = SingleServerDrill::start(Duration::from_secs(4));
     let sessions: Vec<_> = brokers.iter().map(session_of).collect();
     let acked = AckedWriter::start(writer.clone());
-    eventually(RECOVERY, "writes acknowledged before the kill", || {
-        acked.acked_count() >= 5
-    });
+    acked.await_more_acks(5, "writes acknowledged before the kill");
 
     server.kill();
     for broker in &brokers {
@@ -100,10 +98,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
     for broker in &brokers {
         broker.await_session_event(SessionEvent::Reconnected, RECOVERY);
     }
-    let acked_before = acked.acked_count();
-    eventually(RECOVERY, "writes acknowledged after the restart", || {
-        acked.acked_count() >= acked_before + 5
-    });
+    acked.await_more_acks(5, "writes acknowledged after the restart");
     let acked = acked.finish();
 
     assert_eq!(
@@ -222,9 +217,7 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
         writer,
     } = SingleServerDrill::start(Duration::from_secs(2));
     let acked = AckedWriter::start(writer.clone());
-    eventually(RECOVERY, "writes acknowledged before the outage", || {
-        acked.acked_count() >= 5
-    });
+    acked.await_more_acks(5, "writes acknowledged before the outage");
 
     server.kill();
     // Down until every client gave its session up.
@@ -238,10 +231,7 @@ fn an_outage_longer_than_the_session_timeout_ends_in_new_sessions_and_one_leader
     for broker in &brokers {
         broker.await_session_event(SessionEvent::SessionReestablished, RECOVERY);
     }
-    let acked_before = acked.acked_count();
-    eventually(RECOVERY, "writes acknowledged after the outage", || {
-        acked.acked_count() >= acked_before + 5
-    });
+    acked.await_more_acks(5, "writes acknowledged after the outage");
     let acked = acked.finish();
 
     for broker in &brokers {

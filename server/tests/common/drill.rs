@@ -320,6 +320,14 @@ impl AckedWriter {
         self.acked.lock().unwrap().len()
     }
 
+    /// Waits (within [`RECOVERY`]) until `more` writes beyond those acknowledged now are
+    /// acknowledged; `what` names the wait in the failure message.
+    #[track_caller]
+    pub fn await_more_acks(&self, more: usize, what: &str) {
+        let before = self.acked_count();
+        eventually(RECOVERY, what, || self.acked_count() >= before + more);
+    }
+
     /// Stops writing; the acknowledged paths.
     pub fn finish(mut self) -> Vec<String> {
         self.stop.store(true, Ordering::Release);
