@@ -127,24 +127,29 @@ mod tests {
     fn dropping_it_unjoined_kills_the_running_step_and_what_it_started() {
         let dir = std::env::temp_dir().join(format!("xtask-background-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let pid_file = dir.join("pid");
-        let _ = std::fs::remove_file(&pid_file);
-        let script = format!("echo $$ > {}; sleep 60 & sleep 60", pid_file.display());
+        // A FIFO: the test's read waits for the shell's write, no polling.
+        let pid_fifo = dir.join("pid");
+        let _ = std::fs::remove_file(&pid_fifo);
+        assert!(Command::new("mkfifo")
+            .arg(&pid_fifo)
+            .status()
+            .unwrap()
+            .success());
+        let script = format!("echo $$ > {}; sleep 60 & sleep 60", pid_fifo.display());
         let background = Background::start(move |runner| {
             runner.step("sleeper", Command::new("sh").args(["-c", &script]))
         });
-        // The shell writes its pid (its group's id) first; wait for it, bounded.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let group = loop {
-            if let Some(pid) = std::fs::read_to_string(&pid_file)
-                .ok()
-                .filter(|pid| pid.ends_with('\n'))
-            {
-                break pid.trim().to_owned();
-            }
-            assert!(Instant::now() < deadline, "the step never started");
-            thread::sleep(Duration::from_millis(10));
-        };
+        // The shell writes its pid (its group's id) first; read it, waiting at most 10 s.
+        let (sender, pid) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let _ = sender.send(std::fs::read_to_string(&pid_fifo));
+        });
+        let group = pid
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the step never started")
+            .unwrap()
+            .trim()
+            .to_owned();
         assert!(group_alive(&group));
         let dropped = Instant::now();
         drop(background);
