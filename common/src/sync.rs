@@ -7,8 +7,22 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
     pub(crate) use std::sync::Arc;
+
+    /// One step of a wait for another thread that is between two instructions (a producer
+    /// that reserved a slot and is writing it): spin a little, then give the core away.
+    #[inline]
+    pub(crate) fn wait_step(step: &mut u32) {
+        if *step < 6 {
+            for _ in 0..1u32 << *step {
+                std::hint::spin_loop();
+            }
+            *step += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
 
     pub(crate) use super::plain::{Condvar, Mutex, MutexGuard};
 
@@ -47,8 +61,14 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
     pub(crate) use loom::sync::Arc;
+
+    /// Under loom a wait for another thread yields to loom's scheduler at once.
+    #[inline]
+    pub(crate) fn wait_step(_step: &mut u32) {
+        loom::thread::yield_now();
+    }
     use std::time::Duration;
 
     /// loom's mutex behind the same API as the parking_lot one.

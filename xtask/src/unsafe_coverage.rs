@@ -20,6 +20,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
         &["--lib", "consumer_lifetime", "consumer"],
     ),
     (
+        "common/src/collections/growable_array_blocking_queue.rs",
+        "pulsar-common",
+        &["growable_array_blocking_queue"],
+    ),
+    (
         "common/src/collections/queue_error.rs",
         "pulsar-common",
         &["growable_array_blocking_queue"],

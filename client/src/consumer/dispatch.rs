@@ -23,12 +23,15 @@
 //! No message is lost between `deliver` and the trigger. If `deliver` saw `false` (its swap
 //! read it), it queued a new trigger itself, whose pass polls after its `put`. If it saw `true`
 //! — by the load or the swap — it read some write W of `true`; let R be the router pass whose
-//! reset is the next `false` after W in the flag's modification order. R polls the receive
-//! queue after its reset, under the queue lock. Had R's poll taken that lock before this
-//! `put`, R's reset would happen-before this read (reset, poll, unlock, then `put`'s lock and
-//! the read), and read-coherence would forbid the read from returning W, which comes before
-//! the reset. So this `put` took the lock first and R's pass sees the message (a pass that
-//! stops at [`MAX_PER_PASS`] re-triggers when the queue is not empty). The loom models in
+//! reset is the next `false` after W in the flag's modification order. R drains the receive
+//! queue after its reset, and `drain_to` starts by reading the queue's tail with a
+//! read-modify-write (release); this `put` moved the tail by one (acquire), and all writes of
+//! the tail are read-modify-writes. Had R's read come first in the tail's modification order, this
+//! `put` would have read it or a later write in its release sequence, so R's reset would
+//! happen-before this read of the flag, and read-coherence would forbid the read from
+//! returning W, which comes before the reset. So this `put` came first, R's drain sees the
+//! message, and R's pass takes it (a pass that stops at [`MAX_PER_PASS`] re-triggers when
+//! the queue is not empty). The loom models in
 //! `loom_tests.rs` check this on the real code; a mutant that resets the flag after the pass
 //! instead of before fails them. (When that next `false` is instead written for a trigger its
 //! executor refused, or one dropped unrun, the internal executor is shut down: messages then

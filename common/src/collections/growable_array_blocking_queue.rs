@@ -1,18 +1,23 @@
-//! `GrowableArrayBlockingQueue`: an unbounded FIFO MPMC blocking queue on one growable ring.
+//! `GrowableArrayBlockingQueue`: an unbounded FIFO MPMC blocking queue on a chain of recycled slot blocks.
 
 use crate::collections::queue_error::{PollTimeoutError, PutError};
-use crate::collections::ring::{Ring, MIN_TRIM_CAPACITY};
+use crate::collections::ring::{round_up_to_power_of_two, MIN_TRIM_CAPACITY};
 use crate::idle_spin;
-use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    wait_step, AtomicBool, AtomicPtr, AtomicUsize, CachePadded, Condvar, Mutex, MutexGuard,
+    Ordering, UnsafeCell,
+};
 use std::fmt;
+use std::mem::MaybeUninit;
+use std::ptr;
 use std::time::{Duration, Instant};
 
-/// An unbounded, multi-producer multi-consumer FIFO blocking queue on one power-of-two ring
-/// buffer — the Rust counterpart of Pulsar's `GrowableArrayBlockingQueue`.
+/// An unbounded, multi-producer multi-consumer FIFO blocking queue with a power-of-two
+/// capacity — the Rust counterpart of Pulsar's `GrowableArrayBlockingQueue`.
 ///
-/// - [`put`](Self::put) never blocks: when the ring is full it doubles, keeping FIFO order
-///   across wrap-around. Items are stored in place, so a queue that has grown to fit its
-///   workload allocates nothing per item.
+/// - [`put`](Self::put) never blocks and never takes a lock on its common path: when the items
+///   exceed the capacity it doubles. Storage blocks are reused, so a queue that has grown to
+///   fit its workload allocates nothing per item.
 /// - [`take`](Self::take) blocks until an item arrives; [`poll`](Self::poll) never blocks;
 ///   [`poll_timeout`](Self::poll_timeout) waits at most a given time.
 /// - [`trim`](Self::trim) gives memory back after a burst, by Pulsar's rule, without ever
@@ -26,23 +31,36 @@ use std::time::{Duration, Instant};
 ///
 /// # Design
 ///
-/// One lock guards the ring (Pulsar uses a head and a tail lock). With one ring that grows and
-/// shrinks, one short critical section per operation is simpler to prove, but producer and
-/// consumer contend for it (the `queue` benchmark compares it with crossbeam, flume and std).
-/// The executor does not use this type's lock discipline: its worker swaps the whole ring out
-/// in O(1) and claims tasks lock-free.
+/// Producers never lock. The items live in a chain of blocks of [`BLOCK_CAP`] slots (the list
+/// flavour of crossbeam-channel): a producer reserves a position with one compare-and-swap on
+/// the tail index, writes its slot and marks it written; the producer that takes a block's last
+/// slot links the next block first, so others wait only for that short step. Takers are
+/// serialised by one lock (`head`), which they take per operation; it is uncontended while
+/// producers keep away from it. A block that takers leave goes back to a spare list and is
+/// reused, so a queue whose blocks fit its workload allocates nothing per item.
 ///
-/// `len` and `terminated` mirror the locked state so that `len`/`is_empty`/`is_terminated`
-/// never take the lock. A taker that finds the queue empty first spins on those two mirrors
-/// for a short, adaptive bound (the crate's one spin policy, `idle_spin`: at most 50
-/// microseconds while spinning wins on the taker's thread, a few microseconds with an
-/// occasional full probe while it does not, never yielding the core), so that an
-/// item put within the spin is handed over without either side making a system call. Only
-/// then does it lock, look again, count itself in `waiting` under the lock and wait on
-/// `not_empty`; `put` signals only when somebody waits, so a producer makes no wake-up call
-/// while consumers keep up. The spin reads hints only: whatever it sees, the taker decides
-/// under the lock, so the wake-up protocol is the lock's (modelled in `tests/loom_queue.rs`,
-/// where the spin is off).
+/// Capacity is kept as a number of slots, as Pulsar's ring has it: a power of two that doubles
+/// when a `put` would exceed it and that [`trim`](Self::trim) shrinks by Pulsar's rule. The
+/// blocks follow it: a taker frees (rather than keeps) a block it leaves while more blocks
+/// exist than the capacity needs, and `trim` frees spare blocks down to that number, so
+/// memory is capacity rounded up to whole blocks, plus two.
+///
+/// Two bits of the tail index carry the rest of the state: `TERMINATED` (set once; a
+/// producer's compare-and-swap fails on it, so an item is either queued before `terminate`
+/// or handed back) and `WAITING` (a taker is about to block). A taker sets `WAITING` with an
+/// atomic or under the `head` lock and blocks only if that same read shows no reserved item;
+/// a producer's compare-and-swap clears the bit, and seeing it set, the producer takes the
+/// lock and signals `not_empty`. Both are read-modify-writes of one word, so one of them sees
+/// the other: no wake-up is lost. A woken taker that leaves other takers blocked sets the bit
+/// again before returning. `len` is the tail minus a published copy of the head. A taker that
+/// finds the queue empty first spins on `len` and `is_terminated` for a short, adaptive bound
+/// (the crate's one spin policy, `idle_spin`) before it blocks (modelled in
+/// `tests/loom_queue.rs`, where the spin is off).
+///
+/// `drain_to` first reads the tail by a read-modify-write, so of it and any `put`'s
+/// compare-and-swap one reads the other: either the drain sees the item, or its release makes
+/// everything the drainer wrote before (a flag reset, say) visible to the producer after its
+/// `put` (the consumer's trigger relies on it).
 ///
 /// # Examples
 ///
@@ -70,22 +88,103 @@ use std::time::{Duration, Instant};
 /// assert_eq!(queue.put(1).unwrap_err().into_inner(), 1); // handed back after terminate
 /// ```
 pub struct GrowableArrayBlockingQueue<T> {
-    /// The ring and the count of blocked takers.
-    state: Mutex<QueueState<T>>,
-    /// Signalled when an item arrives (only while `waiting > 0`) and on terminate.
+    /// Producers' side: the tail index and block, and the capacity.
+    tail: CachePadded<Tail<T>>,
+    /// Takers' side: the head, under the lock takers hold per operation.
+    head: CachePadded<HeadSide<T>>,
+    /// Signalled when a producer clears `WAITING`, and on terminate.
     not_empty: Condvar,
-    /// Number of items; written under the lock, read without it.
-    len: AtomicUsize,
-    /// Set once by `terminate`; written under the lock, read without it.
-    terminated: AtomicBool,
+    /// Blocks no longer in the chain, kept for reuse.
+    spare: Mutex<Spare<T>>,
 }
 
-struct QueueState<T> {
-    ring: Ring<T>,
-    /// Takers blocked in `take`/`poll_timeout`.
-    waiting: usize,
-    terminated: bool,
+/// Slots per block. A block spans `LAP` positions of the index; the last position of each lap
+/// means "the next block is being linked". Under loom two, so that small models cross blocks.
+#[cfg(not(loom))]
+const BLOCK_CAP: usize = 31;
+#[cfg(loom)]
+const BLOCK_CAP: usize = 2;
+const LAP: usize = BLOCK_CAP + 1;
+/// Tail index bits below the position.
+const TERMINATED: usize = 1;
+const WAITING: usize = 2;
+const SHIFT: usize = 2;
+
+/// Items before `position` (positions skip one per lap).
+fn items_before(position: usize) -> usize {
+    (position / LAP) * BLOCK_CAP + position % LAP
 }
+
+struct Tail<T> {
+    /// `position << SHIFT | WAITING? | TERMINATED?`; positions only grow.
+    index: AtomicUsize,
+    /// The block that holds the tail position (written before the index moves into it).
+    block: AtomicPtr<Block<T>>,
+    /// Slots: a power of two, doubled by `put` when the items exceed it, shrunk by `trim`.
+    capacity: AtomicUsize,
+    /// Some past value of the head's item count (never ahead of it): lets `put` check the
+    /// capacity without reading the takers' line each time.
+    head_hint: AtomicUsize,
+}
+
+struct HeadSide<T> {
+    lock: Mutex<Head<T>>,
+    /// The head position, published after each removal (for `len` and `put`'s growth check).
+    position: AtomicUsize,
+}
+
+struct Head<T> {
+    /// Position of the next item to take; never the last position of a lap.
+    position: usize,
+    /// The block that holds `position`.
+    block: *mut Block<T>,
+    /// Takers blocked on `not_empty`.
+    waiting: usize,
+    /// The tail position as last read: items before it need no new read of the tail's line.
+    seen_tail: usize,
+}
+
+struct Spare<T> {
+    blocks: Vec<*mut Block<T>>,
+    /// Blocks allocated now: in the chain and spare.
+    total: usize,
+}
+
+struct Block<T> {
+    /// The next block, linked by the producer that reserves this block's last slot.
+    next: AtomicPtr<Block<T>>,
+    slots: [Slot<T>; BLOCK_CAP],
+}
+
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    /// Set (release) once `value` is written; cleared when the block is recycled.
+    written: AtomicBool,
+}
+
+impl<T> Block<T> {
+    fn new() -> *mut Self {
+        Box::into_raw(Box::new(Block {
+            next: AtomicPtr::new(ptr::null_mut()),
+            slots: std::array::from_fn(|_| Slot {
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+                written: AtomicBool::new(false),
+            }),
+        }))
+    }
+}
+
+/// Blocks a capacity needs: enough for `capacity` items at any offset, plus one being linked.
+fn blocks_for(capacity: usize) -> usize {
+    capacity.div_ceil(BLOCK_CAP) + 2
+}
+
+// SAFETY: the queue owns its items and hands each to exactly one thread, so it may be sent or
+// shared whenever `T` may be sent. The raw block pointers are owned by the queue; every access
+// to a slot is ordered by the `written` flag and the tail index as the design note says.
+unsafe impl<T: Send> Send for GrowableArrayBlockingQueue<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for GrowableArrayBlockingQueue<T> {}
 
 impl<T> GrowableArrayBlockingQueue<T> {
     /// An empty queue with 64 slots.
@@ -95,46 +194,237 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
     /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1).
     pub fn with_capacity(capacity: usize) -> Self {
+        let first = Block::new();
         Self {
-            state: Mutex::new(QueueState {
-                ring: Ring::with_capacity(capacity),
-                waiting: 0,
-                terminated: false,
+            tail: CachePadded::new(Tail {
+                index: AtomicUsize::new(0),
+                block: AtomicPtr::new(first),
+                capacity: AtomicUsize::new(round_up_to_power_of_two(capacity)),
+                head_hint: AtomicUsize::new(0),
+            }),
+            head: CachePadded::new(HeadSide {
+                lock: Mutex::new(Head {
+                    position: 0,
+                    block: first,
+                    waiting: 0,
+                    seen_tail: 0,
+                }),
+                position: AtomicUsize::new(0),
             }),
             not_empty: Condvar::new(),
-            len: AtomicUsize::new(0),
-            terminated: AtomicBool::new(false),
+            spare: Mutex::new(Spare {
+                blocks: Vec::new(),
+                total: 1,
+            }),
         }
     }
 
-    /// Appends `item` at the tail. Never blocks (the ring grows when full).
+    /// Appends `item` at the tail. Never blocks (the capacity grows when exceeded).
     ///
     /// # Errors
     ///
     /// Hands `item` back in a [`PutError`] (see [`PutError::into_inner`]) once the queue has
     /// been [terminated](Self::terminate).
     pub fn put(&self, item: T) -> Result<(), PutError<T>> {
-        let mut state = self.state.lock();
-        if state.terminated {
-            return Err(PutError::new(item));
+        let mut next_block: *mut Block<T> = ptr::null_mut();
+        let mut step = 0;
+        let mut tail = self.tail.index.load(Ordering::Acquire);
+        loop {
+            if tail & TERMINATED != 0 {
+                if !next_block.is_null() {
+                    self.recycle(next_block);
+                }
+                return Err(PutError::new(item));
+            }
+            let position = tail >> SHIFT;
+            let offset = position % LAP;
+            if offset == BLOCK_CAP {
+                // Another producer is linking the next block.
+                wait_step(&mut step);
+                tail = self.tail.index.load(Ordering::Acquire);
+                continue;
+            }
+            if offset + 1 == BLOCK_CAP && next_block.is_null() {
+                next_block = self.spare_block();
+            }
+            let block = self.tail.block.load(Ordering::Acquire);
+            let next = ((position + 1) << SHIFT) | (tail & TERMINATED);
+            match self.tail.index.compare_exchange_weak(
+                tail,
+                next,
+                Ordering::SeqCst,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if offset + 1 == BLOCK_CAP {
+                        self.tail.block.store(next_block, Ordering::Release);
+                        // An add, not a store: `terminate` or a taker may set a bit meanwhile.
+                        self.tail.index.fetch_add(1 << SHIFT, Ordering::Release);
+                        // SAFETY: `block` holds `position` (the index was `tail` when we read
+                        // it, and a block leaves the chain only after its last slot is taken,
+                        // which is ours and not yet written), so it is alive.
+                        unsafe { (*block).next.store(next_block, Ordering::Release) };
+                    } else if !next_block.is_null() {
+                        self.recycle(next_block);
+                    }
+                    self.check_capacity(items_before(position) + 1);
+                    // SAFETY: as above `block` is alive; the position is ours alone, and no
+                    // taker reads the slot before `written` is set.
+                    unsafe {
+                        let slot = &(*block).slots[offset];
+                        slot.value.with_mut(|value| (*value).write(item));
+                        slot.written.store(true, Ordering::Release);
+                    }
+                    if tail & WAITING != 0 {
+                        drop(self.head.lock.lock());
+                        self.not_empty.notify_one();
+                    }
+                    return Ok(());
+                }
+                Err(current) => {
+                    tail = current;
+                    wait_step(&mut step);
+                }
+            }
         }
-        state.ring.push_back(item);
-        self.len.store(state.ring.len(), Ordering::Release);
-        let wake = state.waiting > 0;
-        drop(state);
-        if wake {
-            self.not_empty.notify_one();
+    }
+
+    /// Doubles the capacity while it is below the item count (`items` counts ours).
+    #[inline]
+    fn check_capacity(&self, items: usize) {
+        let capacity = self.tail.capacity.load(Ordering::Relaxed);
+        if items.wrapping_sub(self.tail.head_hint.load(Ordering::Relaxed)) > capacity {
+            self.grow(items);
         }
-        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&self, items: usize) {
+        let head = items_before(self.head.position.load(Ordering::Acquire));
+        self.tail.head_hint.store(head, Ordering::Relaxed);
+        let len = items.saturating_sub(head);
+        let _ = self.tail.capacity.fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |mut capacity| {
+                if capacity >= len {
+                    return None;
+                }
+                while capacity < len {
+                    capacity *= 2;
+                }
+                Some(capacity)
+            },
+        );
+    }
+
+    /// A block for the chain: a spare one, or a new one.
+    fn spare_block(&self) -> *mut Block<T> {
+        let mut spare = self.spare.lock();
+        match spare.blocks.pop() {
+            Some(block) => block,
+            None => {
+                spare.total += 1;
+                drop(spare);
+                Block::new()
+            }
+        }
+    }
+
+    /// Takes back a block that no thread uses (its slots unwritten, `next` null): kept while
+    /// the capacity needs it, else freed.
+    fn recycle(&self, block: *mut Block<T>) {
+        let needed = blocks_for(self.tail.capacity.load(Ordering::Relaxed));
+        let mut spare = self.spare.lock();
+        if spare.total > needed {
+            spare.total -= 1;
+            drop(spare);
+            // SAFETY: the caller hands over the only use of `block`, allocated by `Block::new`;
+            // its slots hold no value.
+            drop(unsafe { Box::from_raw(block) });
+        } else {
+            spare.blocks.push(block);
+        }
+    }
+
+    /// Whether an item is reserved past the head (`tail` read after the head was).
+    fn has_item(head: &Head<T>, tail: usize) -> bool {
+        items_before(tail >> SHIFT) != items_before(head.position)
+    }
+
+    /// Removes the head if one is reserved, waiting for its producer to finish writing it.
+    fn pop_locked(&self, head: &mut Head<T>) -> Option<T> {
+        if self.reserved(head) == 0 {
+            return None;
+        }
+        let item = self.take_reserved(head);
+        self.head.position.store(head.position, Ordering::Release);
+        Some(item)
+    }
+
+    /// Items reserved past the head: as last seen, or (when those are taken) the tail read now.
+    fn reserved(&self, head: &mut Head<T>) -> usize {
+        let mut reserved = items_before(head.seen_tail) - items_before(head.position);
+        if reserved == 0 {
+            head.seen_tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
+            reserved = items_before(head.seen_tail) - items_before(head.position);
+        }
+        reserved
+    }
+
+    /// Removes the head, which [`reserved`](Self::reserved) counted, waiting for its producer
+    /// to finish writing it. Publishes the head position only when it leaves a block; the
+    /// caller publishes it at the end.
+    fn take_reserved(&self, head: &mut Head<T>) -> T {
+        let offset = head.position % LAP;
+        let block = head.block;
+        let mut step = 0;
+        // SAFETY: `block` holds the head position and stays in the chain until its last slot
+        // is taken (by us, under the lock). The slot's value is moved out once `written` shows
+        // its producer is done; no one touches the slot again until the block is recycled
+        // (its `written` flags are cleared then) and a producer reserves it again.
+        let item = unsafe {
+            let slot = &(*block).slots[offset];
+            while !slot.written.load(Ordering::Acquire) {
+                wait_step(&mut step);
+            }
+            slot.value.with(|value| (*value).assume_init_read())
+        };
+        if offset + 1 == BLOCK_CAP {
+            // SAFETY: as above; the block's producers are all done (every slot was written).
+            let next = unsafe {
+                loop {
+                    let next = (*block).next.load(Ordering::Acquire);
+                    if !next.is_null() {
+                        // Reset for reuse, now that no producer touches the block (not slot by
+                        // slot as items leave: the producers are writing the next slots).
+                        (*block).next.store(ptr::null_mut(), Ordering::Relaxed);
+                        for slot in &(*block).slots {
+                            slot.written.store(false, Ordering::Relaxed);
+                        }
+                        break next;
+                    }
+                    wait_step(&mut step);
+                }
+            };
+            head.block = next;
+            head.position += 2;
+            self.head.position.store(head.position, Ordering::Release);
+            self.recycle(block);
+        } else {
+            head.position += 1;
+        }
+        item
     }
 
     /// Removes the head if there is one. Never blocks.
     pub fn poll(&self) -> Option<T> {
-        if self.len.load(Ordering::Acquire) == 0 {
+        if self.is_empty() {
             return None;
         }
-        let mut state = self.state.lock();
-        self.pop_locked(&mut state)
+        let mut head = self.head.lock.lock();
+        self.pop_locked(&mut head)
     }
 
     /// Removes the head, waiting up to `timeout` for one to arrive.
@@ -157,79 +447,105 @@ impl<T> GrowableArrayBlockingQueue<T> {
     }
 
     /// `take` (no deadline) and `poll_timeout`: pop if there is an item; else spin briefly on
-    /// the lock-free `len`/`terminated` mirrors (`idle_spin`), then wait on
-    /// `not_empty` as a counted waiter until an item, terminate or the deadline.
+    /// `len`/`is_terminated` (`idle_spin`), then block on `not_empty` until an item,
+    /// terminate or the deadline.
     fn wait_for_item(&self, deadline: Option<Instant>) -> Result<T, PollTimeoutError> {
-        if self.len.load(Ordering::Relaxed) == 0 && !self.terminated.load(Ordering::Relaxed) {
+        let mut head = self.head.lock.lock();
+        if let Some(item) = self.pop_locked(&mut head) {
+            self.pass_on_waiting(&head);
+            return Ok(item);
+        }
+        if !self.is_terminated() {
             let limit = deadline.map_or(Duration::MAX, |deadline| {
                 deadline.saturating_duration_since(Instant::now())
             });
             if !limit.is_zero() {
-                idle_spin::spin_for_work(
-                    || {
-                        self.len.load(Ordering::Relaxed) != 0
-                            || self.terminated.load(Ordering::Relaxed)
-                    },
-                    limit,
-                );
+                drop(head);
+                idle_spin::spin_for_work(|| !self.is_empty() || self.is_terminated(), limit);
+                head = self.head.lock.lock();
             }
         }
-        let mut state = self.state.lock();
         loop {
-            if let Some(item) = self.pop_locked(&mut state) {
+            if let Some(item) = self.pop_locked(&mut head) {
+                self.pass_on_waiting(&head);
                 return Ok(item);
             }
-            if state.terminated {
+            let tail = self.tail.index.fetch_or(WAITING, Ordering::SeqCst);
+            if Self::has_item(&head, tail) {
+                continue; // reserved since `pop_locked` looked: wait for its write there
+            }
+            if tail & TERMINATED != 0 {
                 return Err(PollTimeoutError::Terminated);
             }
-            state = match deadline {
-                None => self.wait_locked(state, None),
+            head = match deadline {
+                None => self.wait_locked(head, None),
                 Some(deadline) => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     if remaining.is_zero() {
                         return Err(PollTimeoutError::Timeout);
                     }
-                    self.wait_locked(state, Some(remaining))
+                    self.wait_locked(head, Some(remaining))
                 }
             };
         }
     }
 
-    /// Waits on `not_empty` (at most `timeout`), counted in `waiting` so that `put` notifies.
-    fn wait_locked<'a>(
-        &self,
-        mut state: MutexGuard<'a, QueueState<T>>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, QueueState<T>> {
-        state.waiting += 1;
-        let mut state = match timeout {
-            None => self.not_empty.wait(state),
-            Some(timeout) => self.not_empty.wait_timeout(state, timeout).0,
-        };
-        state.waiting -= 1;
-        state
+    /// After a taker took an item: if other takers are blocked, make sure one of them is woken
+    /// by the next `put` (sets `WAITING` again), or now if an item is already there.
+    fn pass_on_waiting(&self, head: &Head<T>) {
+        if head.waiting > 0 {
+            let tail = self.tail.index.fetch_or(WAITING, Ordering::SeqCst);
+            if Self::has_item(head, tail) || tail & TERMINATED != 0 {
+                self.not_empty.notify_one();
+            }
+        }
     }
 
-    fn pop_locked(&self, state: &mut QueueState<T>) -> Option<T> {
-        let item = state.ring.pop_front()?;
-        self.len.store(state.ring.len(), Ordering::Release);
-        Some(item)
+    /// Waits on `not_empty` (at most `timeout`), counted in `waiting`.
+    fn wait_locked<'a>(
+        &self,
+        mut head: MutexGuard<'a, Head<T>>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Head<T>> {
+        head.waiting += 1;
+        let mut head = match timeout {
+            None => self.not_empty.wait(head),
+            Some(timeout) => self.not_empty.wait_timeout(head, timeout).0,
+        };
+        head.waiting -= 1;
+        head
     }
 
     /// Moves up to `max` items, head first, to the end of `out`. Returns how many moved.
+    ///
+    /// Reads the tail by a read-modify-write first (see the design note).
     pub fn drain_to(&self, out: &mut Vec<T>, max: usize) -> usize {
         if max == 0 {
             return 0;
         }
-        let mut state = self.state.lock();
-        let moved = state.ring.drain_to(out, max);
-        self.len.store(state.ring.len(), Ordering::Release);
+        let mut head = self.head.lock.lock();
+        // Reads the tail by a read-modify-write (see the design note): the latest tail, or its
+        // release makes the caller's earlier writes visible to the next `put`.
+        head.seen_tail = self.tail.index.fetch_add(0, Ordering::AcqRel) >> SHIFT;
+        // Only what was reserved by then: chasing the producers item by item would read each
+        // slot while its line is still being written.
+        let moved = (items_before(head.seen_tail) - items_before(head.position)).min(max);
+        out.reserve(moved);
+        for _ in 0..moved {
+            out.push(self.take_reserved(&mut head));
+        }
+        if moved > 0 {
+            self.head.position.store(head.position, Ordering::Release);
+            self.pass_on_waiting(&head);
+        }
         moved
     }
 
-    /// Number of items queued now.
+    /// Number of items queued now (a producer's reserved item counts from its reservation).
     pub fn len(&self) -> usize {
-        self.len.load(Ordering::Acquire)
+        let head = self.head.position.load(Ordering::Acquire);
+        let tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
+        items_before(tail).saturating_sub(items_before(head))
     }
 
     /// Whether no item is queued now.
@@ -237,20 +553,16 @@ impl<T> GrowableArrayBlockingQueue<T> {
         self.len() == 0
     }
 
-    /// Slots allocated now (a power of two).
+    /// Slots the queue holds room for now (a power of two).
     pub fn capacity(&self) -> usize {
-        self.state.lock().ring.capacity()
+        self.tail.capacity.load(Ordering::Relaxed)
     }
 
     /// Removes and drops every item (after releasing the lock, so an item's `Drop` may use the
     /// queue). The capacity stays as it is; see [`trim`](Self::trim).
     pub fn clear(&self) {
-        let removed = {
-            let mut state = self.state.lock();
-            let removed = state.ring.take_all();
-            self.len.store(0, Ordering::Release);
-            removed
-        };
+        let mut removed = Vec::new();
+        self.drain_to(&mut removed, usize::MAX);
         drop(removed);
     }
 
@@ -259,34 +571,129 @@ impl<T> GrowableArrayBlockingQueue<T> {
     where
         T: Clone,
     {
-        let state = self.state.lock();
-        state.ring.iter().cloned().collect()
+        let head = self.head.lock.lock();
+        let tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
+        let count = items_before(tail) - items_before(head.position);
+        let mut out = Vec::with_capacity(count);
+        let mut position = head.position;
+        let mut block = head.block;
+        let mut step = 0;
+        while out.len() < count {
+            let offset = position % LAP;
+            // SAFETY: the blocks from the head's to the one holding `tail` stay in the chain
+            // while we hold the lock (only takers unlink them); a slot is read only once
+            // `written` shows its producer is done, and only by reference.
+            unsafe {
+                let slot = &(*block).slots[offset];
+                while !slot.written.load(Ordering::Acquire) {
+                    wait_step(&mut step);
+                }
+                out.push(slot.value.with(|value| (*value).assume_init_ref().clone()));
+                if offset + 1 == BLOCK_CAP {
+                    loop {
+                        let next = (*block).next.load(Ordering::Acquire);
+                        if !next.is_null() {
+                            block = next;
+                            break;
+                        }
+                        wait_step(&mut step);
+                    }
+                    position += 2;
+                } else {
+                    position += 1;
+                }
+            }
+        }
+        out
     }
 
     /// Gives memory back after a burst, by Pulsar's rule: only when capacity > 64 and
-    /// `len <= capacity / 4`, shrink to the smallest power of two >= max(64, 2 * len).
+    /// `len <= capacity / 4`, shrink to the smallest power of two >= max(64, 2 * len), and free
+    /// the spare blocks the new capacity does not need.
     ///
     /// Never waits for a busy lock: returns 0 then. Returns the number of slots freed.
     pub fn trim(&self) -> usize {
-        match self.state.try_lock() {
-            Some(mut state) => state.ring.trim(),
-            None => 0,
+        let Some(head) = self.head.lock.try_lock() else {
+            return 0;
+        };
+        let capacity = self.tail.capacity.load(Ordering::Relaxed);
+        let len = self.len();
+        if capacity <= MIN_TRIM_CAPACITY || len > capacity / 4 {
+            return 0;
         }
+        let target = round_up_to_power_of_two((2 * len).max(MIN_TRIM_CAPACITY));
+        if target >= capacity
+            || self
+                .tail
+                .capacity
+                .compare_exchange(capacity, target, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return 0;
+        }
+        drop(head);
+        if let Some(mut spare) = self.spare.try_lock() {
+            let needed = blocks_for(target);
+            let mut freed = Vec::new();
+            while spare.total > needed {
+                let Some(block) = spare.blocks.pop() else {
+                    break;
+                };
+                spare.total -= 1;
+                freed.push(block);
+            }
+            drop(spare);
+            for block in freed {
+                // SAFETY: spare blocks are used by no thread and hold no value.
+                drop(unsafe { Box::from_raw(block) });
+            }
+        }
+        capacity - target
     }
 
     /// Stops accepting items and wakes every blocked taker. Items already queued can still be
     /// taken; afterwards `take` returns `None` instead of blocking on an empty queue.
     pub fn terminate(&self) {
-        let mut state = self.state.lock();
-        state.terminated = true;
-        self.terminated.store(true, Ordering::Release);
-        drop(state);
+        self.tail.index.fetch_or(TERMINATED, Ordering::SeqCst);
+        drop(self.head.lock.lock());
         self.not_empty.notify_all();
     }
 
     /// Whether [`terminate`](Self::terminate) has been called.
     pub fn is_terminated(&self) -> bool {
-        self.terminated.load(Ordering::Acquire)
+        self.tail.index.load(Ordering::Acquire) & TERMINATED != 0
+    }
+}
+
+impl<T> Drop for GrowableArrayBlockingQueue<T> {
+    fn drop(&mut self) {
+        let head = self.head.lock.lock();
+        let (mut position, mut block) = (head.position, head.block);
+        drop(head);
+        let tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
+        // SAFETY: no other thread uses the queue (`&mut self`), so every reserved slot has been
+        // written, and the chain from the head's block on is ours to drop item by item and
+        // free block by block; spare blocks hold no value.
+        unsafe {
+            while position != tail {
+                let offset = position % LAP;
+                (*block).slots[offset]
+                    .value
+                    .with_mut(|value| (*value).assume_init_drop());
+                if offset + 1 == BLOCK_CAP {
+                    let next = (*block).next.load(Ordering::Acquire);
+                    drop(Box::from_raw(block));
+                    block = next;
+                    position += 2;
+                } else {
+                    position += 1;
+                }
+            }
+            drop(Box::from_raw(block));
+            for spare in self.spare.lock().blocks.drain(..) {
+                drop(Box::from_raw(spare));
+            }
+        }
     }
 }
 

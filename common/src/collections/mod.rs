@@ -1,10 +1,10 @@
 //! Collections of the executor layer.
 //!
-//! - [`GrowableArrayBlockingQueue`]: unbounded FIFO blocking queue on one power-of-two ring.
+//! - [`GrowableArrayBlockingQueue`]: unbounded FIFO blocking queue with lock-free producers.
 //! - [`PutError`] and [`PollTimeoutError`] (`queue_error.rs`): its errors.
 //!
-//! The ring itself (`Ring`, crate-private) is shared with the executor, whose task queue is
-//! the same growable ring behind the executor's own lock and wake-up protocol.
+//! The growable ring (`Ring`, crate-private) is the executor's task queue, behind the
+//! executor's own lock and wake-up protocol.
 
 mod growable_array_blocking_queue;
 mod queue_error;

@@ -102,24 +102,9 @@ impl<T> Ring<T> {
     }
 
     /// Iterates head to tail.
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.items.iter()
-    }
-
-    /// Moves up to `max` items, head first, to the end of `out`; returns how many moved.
-    pub(crate) fn drain_to(&mut self, out: &mut Vec<T>, max: usize) -> usize {
-        let n = max.min(self.items.len());
-        out.extend(self.items.drain(..n));
-        n
-    }
-
-    /// Takes every item out, keeping the current capacity for what comes next.
-    ///
-    /// The items come back in their own ring so that the caller can drop them after releasing
-    /// its lock (dropping an item may run user code).
-    pub(crate) fn take_all(&mut self) -> Ring<T> {
-        let capacity = self.items.capacity();
-        std::mem::replace(self, Ring::with_capacity(capacity))
     }
 
     /// Pulsar's trim rule: only when capacity > 64 and `len <= capacity / 4`, shrink to the
