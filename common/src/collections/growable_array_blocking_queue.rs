@@ -553,7 +553,9 @@ impl<T> GrowableArrayBlockingQueue<T> {
         self.len() == 0
     }
 
-    /// Slots the queue holds room for now (a power of two).
+    /// Slots the queue holds room for now (a power of two). While producers put concurrently
+    /// with a [`trim`](Self::trim), it may read below [`len`](Self::len) for a moment: the next
+    /// `put` doubles it again.
     pub fn capacity(&self) -> usize {
         self.tail.capacity.load(Ordering::Relaxed)
     }
