@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 ///
 /// # Design
 ///
-/// Producers never lock. The items live in a chain of blocks of [`BLOCK_CAP`] slots (the list
+/// Producers never lock. The items live in a chain of blocks of 31 slots (the list
 /// flavour of crossbeam-channel): a producer reserves a position with one compare-and-swap on
 /// the tail index, writes its slot and marks it written; the producer that takes a block's last
 /// slot links the next block first, so others wait only for that short step. Takers are
