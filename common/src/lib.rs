@@ -2,8 +2,9 @@
 //!
 //! `pulsar-common` is the foundation of the workspace:
 //!
-//! - [`collections::GrowableArrayBlockingQueue`]: an unbounded FIFO blocking queue on one
-//!   power-of-two ring buffer that grows by doubling and can be trimmed back.
+//! - [`collections::GrowableArrayBlockingQueue`]: an unbounded FIFO blocking queue whose
+//!   producers never lock, with a power-of-two capacity that grows by doubling and can be
+//!   trimmed back, on recycled storage blocks (no allocation per item).
 //! - [`executors::PulsarExecutors`]: single-thread executors whose worker starts lazily, runs
 //!   tasks in FIFO order, stores small closures inline in the ring (no allocation per task once
 //!   the ring has grown), gives memory back after a burst, and never loses or double-runs a task

@@ -48,8 +48,8 @@ use pulsar_common::executors::panic_message;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-/// Messages a routing pass moves per batch (one lock of the receive queue, and one of each
-/// lane, per batch).
+/// Messages a routing pass moves per batch (one `drain_to` of the receive queue, and one lock
+/// of each lane, per batch).
 const ROUTE_BATCH: usize = 256;
 
 /// Messages a routing pass moves before it re-triggers and yields the internal executor.
