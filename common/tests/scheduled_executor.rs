@@ -440,6 +440,53 @@ fn timers_that_are_due_together_fire_in_deadline_order() {
     }
 }
 
+/// Deadline order holds for a zero-delay timer too: one armed after an earlier timer fell due
+/// (while the worker was busy, so neither has fired) fires after it. (A zero-delay timer that
+/// skipped the wheel's order would fire first.)
+#[test]
+fn a_zero_delay_timer_armed_after_an_earlier_timer_fell_due_fires_after_it() {
+    let executor = executor("zero-delay-after-due");
+    let release = block_worker(&executor);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let log = |name: &'static str| {
+        let order = Arc::clone(&order);
+        move || order.lock().unwrap().push(name)
+    };
+    let delay = Duration::from_millis(1);
+    let deadline = Instant::now() + delay;
+    let earlier = executor.schedule(delay, log("earlier deadline")).unwrap();
+    let_time_pass_until(deadline + Duration::from_millis(1));
+    let zero = executor
+        .schedule(Duration::ZERO, log("zero delay"))
+        .unwrap();
+    release.send(()).unwrap();
+    earlier.join().unwrap();
+    zero.join().unwrap();
+    assert_eq!(*order.lock().unwrap(), ["earlier deadline", "zero delay"]);
+}
+
+/// Zero-delay timers keep their arming order (equal or increasing deadlines), each runs
+/// exactly once, and none is left behind.
+#[test]
+fn zero_delay_timers_fire_in_arming_order() {
+    let executor = executor("zero-delay-order");
+    let count = if cfg!(miri) { 50 } else { 1_000 };
+    let order = Arc::new(Mutex::new(Vec::with_capacity(count)));
+    let handles: Vec<_> = (0..count)
+        .map(|i| {
+            let order = Arc::clone(&order);
+            executor
+                .schedule(Duration::ZERO, move || order.lock().unwrap().push(i))
+                .unwrap()
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..count).collect::<Vec<_>>());
+    assert_eq!(executor.pending_tasks(), 0);
+}
+
 #[test]
 fn a_delay_too_large_to_represent_is_accepted_and_never_fires() {
     let executor = executor("huge-delay");
