@@ -19,6 +19,7 @@ use microbench::executors::{
 };
 use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::settings::skipped_by_filter;
 use microbench::{Probe, Progress, Settings};
 use pulsar_client::{
     Consumer, ConsumerExecutor, ConsumerExecutors, ConsumerJob, ConsumerOptions, JobRejected,
@@ -444,13 +445,18 @@ fn dispatch_row(
     variant: &str,
     round: u32,
 ) {
-    let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
-    let rig = DispatchRig::start(variant, subscription_type);
-    let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
     let id = format!(
         "{subscription_type:?}{}/{variant}/r{round}",
         if oversubscribed { "_over" } else { "" }
     );
+    if !Settings::will_run(BENCH, &id) {
+        // Listed, or filtered out (criterion skips it too): start nothing for it.
+        group.bench_function(id, |b| b.iter(skipped_by_filter));
+        return;
+    }
+    let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
+    let rig = DispatchRig::start(variant, subscription_type);
+    let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
     group.bench_function(id, |b| {
         b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
     });
@@ -1056,12 +1062,12 @@ fn scheduled_executor(c: &mut Criterion) {
 /// The timer runs are not criterion benchmarks: they run unless a benchmark name filter on the
 /// command line excludes `scheduled_executor/timers`.
 fn timers_selected() -> bool {
-    let mut filters = std::env::args()
-        .skip(1)
-        .filter(|arg| !arg.starts_with('-'))
-        .peekable();
+    let filters = Settings::name_filters();
     let timers_id = format!("{TIMERS_BENCH}/timers");
-    filters.peek().is_none() || filters.any(|filter| timers_id.contains(filter.as_str()))
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|filter| timers_id.contains(filter.as_str()))
 }
 
 criterion_group! {

@@ -7,6 +7,7 @@ use microbench::alloc::CountingAllocator;
 use microbench::burners::CpuBurners;
 use microbench::crew::{Crew, Job};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::settings::skipped_by_filter;
 use microbench::{Probe, Progress, Settings};
 use pulsar_client::{
     Consumer, ConsumerExecutor, ConsumerExecutors, ConsumerOptions, DeliverError, Message,
@@ -244,10 +245,15 @@ fn measure<C: ReceivePath>(
     round: u32,
     hogs: usize,
 ) {
+    let id = format!("hogs{hogs}/{}/r{round}", C::NAME);
+    if !Settings::will_run(BENCH, &id) {
+        // Listed, or filtered out (criterion skips it too): start nothing for it.
+        group.bench_function(id, |b| b.iter(skipped_by_filter));
+        return;
+    }
     let burning = CpuBurners::start(hogs);
     let rig = PingPongRig::<C>::start();
     let mut probe = Probe::new().excluding_cpu_of(burning.clocks());
-    let id = format!("hogs{hogs}/{}/r{round}", C::NAME);
     group.bench_function(id, |b| {
         b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
     });

@@ -13,6 +13,7 @@ use microbench::burners::{CpuBurners, OVERSUBSCRIBING_BURNERS};
 use microbench::executors::{self, Executor, ExecutorVisitor, PulsarExecutor, StdMpscExecutor};
 use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::settings::skipped_by_filter;
 use microbench::{Probe, Progress, Settings};
 
 #[global_allocator]
@@ -174,6 +175,11 @@ impl ExecutorVisitor for Configuration<'_, '_> {
             E::NAME,
             self.round
         );
+        if !Settings::will_run(BENCH, &id) {
+            // Listed, or filtered out (criterion skips it too): start nothing for it.
+            self.group.bench_function(id, |b| b.iter(skipped_by_filter));
+            return;
+        }
         let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
         let rig = HandoffRig::<E>::start(s, k);
         let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));

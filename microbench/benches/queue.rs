@@ -10,6 +10,7 @@ use microbench::burners::CpuBurners;
 use microbench::crew::{Crew, Job};
 use microbench::queues::{self, CrossbeamQueue, PulsarQueue, Queue, QueueVisitor};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
+use microbench::settings::skipped_by_filter;
 use microbench::{Probe, Progress, Settings};
 use std::hint::black_box;
 use std::time::Duration;
@@ -209,15 +210,20 @@ struct Configuration<'g, 'c> {
 impl QueueVisitor for Configuration<'_, '_> {
     fn visit<Q: Queue>(&mut self) {
         let group = group_name(self.workload, self.hogs);
-        let hogs = CpuBurners::start(self.hogs);
-        let rig = QueueRig::start::<Q>(self.workload);
-        let mut probe = Probe::new().excluding_cpu_of(hogs.clocks());
         let id = format!(
             "{}/{}/r{}",
             id_prefix(self.workload, self.hogs),
             Q::NAME,
             self.round
         );
+        if !Settings::will_run(BENCH, &id) {
+            // Listed, or filtered out (criterion skips it too): start nothing for it.
+            self.group.bench_function(id, |b| b.iter(skipped_by_filter));
+            return;
+        }
+        let hogs = CpuBurners::start(self.hogs);
+        let rig = QueueRig::start::<Q>(self.workload);
+        let mut probe = Probe::new().excluding_cpu_of(hogs.clocks());
         self.group.bench_function(id, |b| {
             b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))
         });

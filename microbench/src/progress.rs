@@ -32,7 +32,7 @@ impl Progress {
         Self {
             bench: bench.into(),
             total,
-            filtered: std::env::args().skip(1).any(|arg| !arg.starts_with('-')),
+            filtered: !crate::Settings::name_filters().is_empty(),
             done: 0,
             started: Instant::now(),
         }

@@ -102,6 +102,90 @@ impl Settings {
         std::env::args()
             .any(|arg| arg == "--list" || arg == "--test" || arg.starts_with("--profile-time"))
     }
+
+    /// The benchmark-name filters on the command line (criterion's positional arguments),
+    /// skipping the values of criterion's options that take one.
+    pub fn name_filters() -> Vec<String> {
+        name_filters(std::env::args().skip(1))
+    }
+
+    /// Whether criterion will run the benchmark `group/id` in this process: not when only
+    /// listing, and not when a name filter excludes it. A bench asks before it starts what
+    /// the measurement needs (threads, CPU burners), so that a filtered run starts nothing
+    /// for the benchmarks it skips. (Criterion's filter is a regular expression; the
+    /// benchmarks' ids are plain names, for which a match is containment, or equality with
+    /// `--exact`.)
+    pub fn will_run(group: &str, id: &str) -> bool {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        if args.iter().any(|arg| arg == "--list") {
+            return false;
+        }
+        let exact = args.iter().any(|arg| arg == "--exact");
+        selects(
+            &name_filters(args.into_iter()),
+            exact,
+            &format!("{group}/{id}"),
+        )
+    }
+}
+
+/// The routine of a benchmark that [`Settings::will_run`] said criterion skips. Criterion
+/// calls it only if its own filter (a regular expression) selects an id that containment does
+/// not: then it says so, instead of measuring an empty routine.
+///
+/// # Panics
+///
+/// Always: reaching it means the two filters disagree.
+pub fn skipped_by_filter() {
+    panic!(
+        "this benchmark was skipped (nothing was started for it) because no name filter is \
+         contained in its id, but criterion's regular expression selected it: filter by a \
+         plain part of the id, such as `k256_s2/`"
+    );
+}
+
+/// Criterion's options that take a value as the next argument.
+const OPTIONS_WITH_VALUE: [&str; 16] = [
+    "--save-baseline",
+    "--baseline",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--profile-time",
+    "--sample-size",
+    "--warm-up-time",
+    "--measurement-time",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--color",
+    "--plotting-backend",
+    "--output-format",
+    "--format",
+];
+
+fn name_filters(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut filters = Vec::new();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if OPTIONS_WITH_VALUE.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            filters.push(arg);
+        }
+    }
+    filters
+}
+
+fn selects(filters: &[String], exact: bool, full_id: &str) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|filter| {
+            if exact {
+                filter == full_id
+            } else {
+                full_id.contains(filter.as_str())
+            }
+        })
 }
 
 impl Default for Settings {
@@ -112,4 +196,45 @@ impl Default for Settings {
 
 fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> impl Iterator<Item = String> + '_ {
+        line.split_whitespace().map(str::to_owned)
+    }
+
+    #[test]
+    fn name_filters_skip_flags_and_the_values_of_options() {
+        assert_eq!(
+            name_filters(args(
+                "--bench k256_s2/ --save-baseline before --sample-size 10"
+            )),
+            ["k256_s2/"]
+        );
+        assert!(name_filters(args("--bench")).is_empty());
+    }
+
+    #[test]
+    fn a_filter_selects_the_ids_that_contain_it_or_equal_it_with_exact() {
+        let filters = vec!["k256_s2/".to_owned()];
+        assert!(selects(
+            &filters,
+            false,
+            "executor_handoff/k256_s2/pulsar/r1"
+        ));
+        assert!(!selects(
+            &filters,
+            false,
+            "executor_handoff/k256_s2_over/pulsar/r1"
+        ));
+        assert!(!selects(
+            &filters,
+            true,
+            "executor_handoff/k256_s2/pulsar/r1"
+        ));
+        assert!(selects(&[], false, "anything"));
+    }
 }
