@@ -47,6 +47,23 @@ fn worker_thread_name(executor: &ScheduledExecutor) -> String {
         .expect("worker threads are named")
 }
 
+/// The order in which named closures ran.
+#[derive(Default)]
+struct RunOrder(Arc<Mutex<Vec<&'static str>>>);
+
+impl RunOrder {
+    /// A closure that records `name` when it runs.
+    fn entry(&self, name: &'static str) -> impl FnOnce() + Send + 'static {
+        let order = Arc::clone(&self.0);
+        move || order.lock().unwrap().push(name)
+    }
+
+    /// The names recorded so far, in order.
+    fn names(&self) -> Vec<&'static str> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 /// Lets time pass until `instant`: only where elapsed time is itself what a test is about
 /// (deadlines), never as synchronisation.
 fn let_time_pass_until(instant: Instant) {
@@ -262,16 +279,13 @@ fn an_immediate_task_does_not_wait_behind_a_far_timer() {
 fn a_zero_delay_timer_scheduled_after_a_task_on_an_idle_executor_runs_after_it() {
     for _ in 0..if cfg!(miri) { 10 } else { 100 } {
         let executor = executor("task-then-timer");
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let log = |name: &'static str| {
-            let order = Arc::clone(&order);
-            move || order.lock().unwrap().push(name)
-        };
+        let order = RunOrder::default();
+        let log = |name| order.entry(name);
         executor.execute(log("task")).unwrap();
         let timer = executor.schedule(Duration::ZERO, log("timer")).unwrap();
         timer.join().unwrap();
         drain(&executor);
-        assert_eq!(*order.lock().unwrap(), ["task", "timer"]);
+        assert_eq!(order.names(), ["task", "timer"]);
         executor.shutdown();
         assert!(executor.await_termination(LONG));
     }
@@ -281,11 +295,8 @@ fn a_zero_delay_timer_scheduled_after_a_task_on_an_idle_executor_runs_after_it()
 fn a_timer_falling_due_during_a_batch_runs_before_the_rest_of_the_batch() {
     let executor = executor("timer-between-tasks");
     let release = block_worker(&executor);
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let log = |name: &'static str| {
-        let order = Arc::clone(&order);
-        move || order.lock().unwrap().push(name)
-    };
+    let order = RunOrder::default();
+    let log = |name| order.entry(name);
     // The first task of the batch arms the timer and outlasts its deadline (elapsed time is
     // what this test is about), so the timer falls due during that task and never before the
     // pass began, however slowly this thread runs; the second task is queued behind it in the
@@ -307,10 +318,7 @@ fn a_timer_falling_due_during_a_batch_runs_before_the_rest_of_the_batch() {
     release.send(()).unwrap();
     timer.recv().unwrap().join().unwrap();
     drain(&executor);
-    assert_eq!(
-        *order.lock().unwrap(),
-        ["first task", "timer", "second task"]
-    );
+    assert_eq!(order.names(), ["first task", "timer", "second task"]);
 }
 
 #[test]
@@ -447,11 +455,8 @@ fn timers_that_are_due_together_fire_in_deadline_order() {
 fn a_zero_delay_timer_armed_after_an_earlier_timer_fell_due_fires_after_it() {
     let executor = executor("zero-delay-after-due");
     let release = block_worker(&executor);
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let log = |name: &'static str| {
-        let order = Arc::clone(&order);
-        move || order.lock().unwrap().push(name)
-    };
+    let order = RunOrder::default();
+    let log = |name| order.entry(name);
     let delay = Duration::from_millis(1);
     let deadline = Instant::now() + delay;
     let earlier = executor.schedule(delay, log("earlier deadline")).unwrap();
@@ -462,7 +467,7 @@ fn a_zero_delay_timer_armed_after_an_earlier_timer_fell_due_fires_after_it() {
     release.send(()).unwrap();
     earlier.join().unwrap();
     zero.join().unwrap();
-    assert_eq!(*order.lock().unwrap(), ["earlier deadline", "zero delay"]);
+    assert_eq!(order.names(), ["earlier deadline", "zero delay"]);
 }
 
 /// Zero-delay timers keep their arming order (equal or increasing deadlines), each runs
@@ -857,11 +862,8 @@ fn cancelling_the_last_timer_after_shutdown_lets_the_worker_exit_at_once() {
 fn shutdown_now_returns_immediate_tasks_then_one_shot_timers_and_cancels_periodic_ones() {
     let executor = executor("shutdown-now");
     let release = block_worker(&executor);
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let log = |name: &'static str| {
-        let order = Arc::clone(&order);
-        move || order.lock().unwrap().push(name)
-    };
+    let order = RunOrder::default();
+    let log = |name| order.entry(name);
     executor.execute(log("immediate 1")).unwrap();
     let late = executor.schedule(HOUR * 2, log("timer in 2 h")).unwrap();
     executor.execute(log("immediate 2")).unwrap();
@@ -875,7 +877,7 @@ fn shutdown_now_returns_immediate_tasks_then_one_shot_timers_and_cancels_periodi
         task.run();
     }
     assert_eq!(
-        *order.lock().unwrap(),
+        order.names(),
         ["immediate 1", "immediate 2", "timer in 1 h", "timer in 2 h"]
     );
     soon.join().unwrap();
