@@ -1059,15 +1059,10 @@ fn scheduled_executor(c: &mut Criterion) {
     group.finish();
 }
 
-/// The timer runs are not criterion benchmarks: they run unless a benchmark name filter on the
-/// command line excludes `scheduled_executor/timers`.
+/// The timer runs are not criterion benchmarks: they run unless the benchmark filter on the
+/// command line excludes `scheduled_executor/timers` (read as criterion reads it).
 fn timers_selected() -> bool {
-    let filters = Settings::name_filters();
-    let timers_id = format!("{TIMERS_BENCH}/timers");
-    filters.is_empty()
-        || filters
-            .iter()
-            .any(|filter| timers_id.contains(filter.as_str()))
+    Settings::will_run(TIMERS_BENCH, "timers")
 }
 
 criterion_group! {

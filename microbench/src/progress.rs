@@ -32,7 +32,7 @@ impl Progress {
         Self {
             bench: bench.into(),
             total,
-            filtered: !crate::Settings::name_filters().is_empty(),
+            filtered: crate::Settings::name_filter().is_some(),
             done: 0,
             started: Instant::now(),
         }

@@ -103,44 +103,42 @@ impl Settings {
             .any(|arg| arg == "--list" || arg == "--test" || arg.starts_with("--profile-time"))
     }
 
-    /// The benchmark-name filters on the command line (criterion's positional arguments),
-    /// skipping the values of criterion's options that take one.
-    pub fn name_filters() -> Vec<String> {
-        name_filters(std::env::args().skip(1))
+    /// The benchmark-name filter on the command line, as criterion reads it: its first
+    /// positional argument (the values of criterion's options that take one are skipped).
+    pub fn name_filter() -> Option<String> {
+        name_filter(std::env::args().skip(1))
     }
 
-    /// Whether criterion will run the benchmark `group/id` in this process: not when only
-    /// listing, and not when a name filter excludes it. A bench asks before it starts what
-    /// the measurement needs (threads, CPU burners), so that a filtered run starts nothing
-    /// for the benchmarks it skips. (Criterion's filter is a regular expression; the
-    /// benchmarks' ids are plain names, for which a match is containment, or equality with
-    /// `--exact`.)
+    /// Whether criterion will run the benchmark `group/id` in this process, decided as
+    /// criterion decides it: not when only listing or with `--ignored`; else the filter, a
+    /// regular expression that must match somewhere in the id (equality with `--exact`).
+    /// A bench asks before it starts what the measurement needs (threads, CPU burners), so
+    /// that a filtered run starts nothing for the benchmarks it skips.
     pub fn will_run(group: &str, id: &str) -> bool {
         let args: Vec<String> = std::env::args().skip(1).collect();
-        if args.iter().any(|arg| arg == "--list") {
+        if args.iter().any(|arg| arg == "--list" || arg == "--ignored") {
             return false;
         }
         let exact = args.iter().any(|arg| arg == "--exact");
         selects(
-            &name_filters(args.into_iter()),
+            name_filter(args.into_iter()).as_deref(),
             exact,
             &format!("{group}/{id}"),
         )
     }
 }
 
-/// The routine of a benchmark that [`Settings::will_run`] said criterion skips. Criterion
-/// calls it only if its own filter (a regular expression) selects an id that containment does
-/// not: then it says so, instead of measuring an empty routine.
+/// The routine of a benchmark that [`Settings::will_run`] said criterion skips (registered
+/// so that `--list` still lists it). Criterion never calls it unless the two readings of the
+/// command line disagree: then it says so, instead of measuring an empty routine.
 ///
 /// # Panics
 ///
-/// Always: reaching it means the two filters disagree.
+/// Always.
 pub fn skipped_by_filter() {
     panic!(
-        "this benchmark was skipped (nothing was started for it) because no name filter is \
-         contained in its id, but criterion's regular expression selected it: filter by a \
-         plain part of the id, such as `k256_s2/`"
+        "this benchmark was skipped (nothing was started for it), but criterion selected it: \
+         Settings::will_run no longer reads the command line as criterion does"
     );
 }
 
@@ -164,28 +162,29 @@ const OPTIONS_WITH_VALUE: [&str; 16] = [
     "--format",
 ];
 
-fn name_filters(args: impl Iterator<Item = String>) -> Vec<String> {
-    let mut filters = Vec::new();
+fn name_filter(args: impl Iterator<Item = String>) -> Option<String> {
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         if OPTIONS_WITH_VALUE.contains(&arg.as_str()) {
             args.next();
         } else if !arg.starts_with('-') {
-            filters.push(arg);
+            return Some(arg);
         }
     }
-    filters
+    None
 }
 
-fn selects(filters: &[String], exact: bool, full_id: &str) -> bool {
-    filters.is_empty()
-        || filters.iter().any(|filter| {
-            if exact {
-                filter == full_id
-            } else {
-                full_id.contains(filter.as_str())
-            }
-        })
+fn selects(filter: Option<&str>, exact: bool, full_id: &str) -> bool {
+    match filter {
+        None => true,
+        Some(filter) if exact => filter == full_id,
+        // Criterion panics on a filter that is not a regular expression; so does this, first.
+        Some(filter) => regex::Regex::new(filter)
+            .unwrap_or_else(|error| {
+                panic!("the benchmark filter {filter:?} is not a regular expression: {error}")
+            })
+            .is_match(full_id),
+    }
 }
 
 impl Default for Settings {
@@ -207,34 +206,38 @@ mod tests {
     }
 
     #[test]
-    fn name_filters_skip_flags_and_the_values_of_options() {
+    fn the_filter_is_the_first_positional_argument_after_option_values() {
         assert_eq!(
-            name_filters(args(
-                "--bench k256_s2/ --save-baseline before --sample-size 10"
+            name_filter(args(
+                "--bench --save-baseline before k256_s2/ --sample-size 10"
             )),
-            ["k256_s2/"]
+            Some("k256_s2/".to_owned())
         );
-        assert!(name_filters(args("--bench")).is_empty());
+        assert_eq!(name_filter(args("--bench --sample-size 10")), None);
     }
 
     #[test]
-    fn a_filter_selects_the_ids_that_contain_it_or_equal_it_with_exact() {
-        let filters = vec!["k256_s2/".to_owned()];
-        assert!(selects(
-            &filters,
-            false,
-            "executor_handoff/k256_s2/pulsar/r1"
-        ));
+    fn a_filter_selects_as_criterion_does_by_regular_expression_or_exactly() {
+        let id = "executor_handoff/k256_s2/pulsar/r1";
+        assert!(selects(Some("k256_s2/"), false, id));
         assert!(!selects(
-            &filters,
+            Some("k256_s2/"),
             false,
             "executor_handoff/k256_s2_over/pulsar/r1"
         ));
+        assert!(selects(Some("k256_s[28]/pul"), false, id));
         assert!(!selects(
-            &filters,
-            true,
-            "executor_handoff/k256_s2/pulsar/r1"
+            Some("pingpong+hogs2/"),
+            false,
+            "queue/pingpong+hogs2/pulsar/r1"
         ));
-        assert!(selects(&[], false, "anything"));
+        assert!(selects(
+            Some(r"pingpong\+hogs2/"),
+            false,
+            "queue/pingpong+hogs2/pulsar/r1"
+        ));
+        assert!(!selects(Some("k256_s2/"), true, id));
+        assert!(selects(Some(id), true, id));
+        assert!(selects(None, false, id));
     }
 }
