@@ -28,6 +28,13 @@
 //! wins warms the worker up to [`WARM_SCORE`]. A cold worker's full spins therefore cost at
 //! most one [`MAX_SPIN`] per [`PROBE_EVERY`]; an idle executor spins once, then parks.
 //!
+//! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
+//! until its next probe: it looks once and parks. That is the first failure mode at its
+//! worst, two threads handing work back and forth on one core beside CPU hogs: each short
+//! spin holds the core the other thread needs, so every hand-off paid a whole short spin
+//! before the park let the other thread run (a ping-pong round trip of ~13 µs against ~0.3
+//! µs when the two threads have a core each). A short spin that sees work resets the count.
+//!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
 //!
@@ -46,6 +53,9 @@ pub(crate) const SHORT_SPIN: Duration = Duration::from_micros(4);
 pub(crate) const PREEMPTED_GAP: Duration = Duration::from_micros(200);
 /// How often a cold worker tries a full spin.
 pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(2);
+/// Short spins in a row that may run out before a cold worker stops spinning until its next
+/// probe.
+pub(crate) const SHORT_LOSSES: u8 = 4;
 /// The score of a fresh worker, and its ceiling.
 pub(crate) const MAX_SCORE: u8 = 8;
 /// The score a winning probe gives a cold worker.
@@ -71,7 +81,8 @@ pub(crate) enum SpinOutcome {
 pub(crate) enum SpinPlan {
     /// Up to [`MAX_SPIN`] (or the cap): warm, or a cold worker's probe. Its outcome counts.
     Full(Duration),
-    /// [`SHORT_SPIN`] (or the cap): a cold worker between probes. Its outcome does not count.
+    /// [`SHORT_SPIN`] (or the cap): a cold worker between probes; zero once [`SHORT_LOSSES`]
+    /// of them in a row ran out. Its outcome does not move the score.
     Short(Duration),
 }
 
@@ -91,6 +102,9 @@ pub(crate) struct IdleSpin {
     score: u8,
     /// When a cold worker last tried a full spin.
     last_probe: Option<Instant>,
+    /// Short spins in a row that ran out since the last probe (at [`SHORT_LOSSES`] the cold
+    /// worker stops spinning until its next probe).
+    short_losses: u8,
 }
 
 std::thread_local! {
@@ -125,6 +139,7 @@ impl IdleSpin {
         Self {
             score: MAX_SCORE,
             last_probe: None,
+            short_losses: 0,
         }
     }
 
@@ -176,7 +191,12 @@ impl IdleSpin {
         };
         if probe_due {
             self.last_probe = Some(now);
+            self.short_losses = 0;
             SpinPlan::Full(MAX_SPIN.min(cap))
+        } else if self.short_losses >= SHORT_LOSSES {
+            // Even short spins keep running out: what this thread waits for is not running
+            // now, quite possibly because it waits for this very core. Look once, then park.
+            SpinPlan::Short(Duration::ZERO)
         } else {
             SpinPlan::Short(SHORT_SPIN.min(cap))
         }
@@ -184,9 +204,14 @@ impl IdleSpin {
 
     /// Records how a spin planned by [`plan`](Self::plan) ended.
     pub(crate) fn record(&mut self, plan: SpinPlan, outcome: SpinOutcome) {
-        if let SpinPlan::Short(_) = plan {
-            if outcome == SpinOutcome::Preempted {
-                self.score = 0;
+        if let SpinPlan::Short(length) = plan {
+            match outcome {
+                SpinOutcome::Work => self.short_losses = 0,
+                SpinOutcome::Exhausted if !length.is_zero() => {
+                    self.short_losses = self.short_losses.saturating_add(1);
+                }
+                SpinOutcome::Exhausted => {}
+                SpinOutcome::Preempted => self.score = 0,
             }
             return;
         }
@@ -196,6 +221,12 @@ impl IdleSpin {
             SpinOutcome::Exhausted => self.score.saturating_sub(LOSS),
             SpinOutcome::Preempted => 0,
         };
+    }
+
+    /// Whether a cold worker's short spins have stopped (tests).
+    #[cfg(test)]
+    fn short_spins_stopped(&self) -> bool {
+        self.short_losses >= SHORT_LOSSES
     }
 
     /// Whether the worker is cold (full spins only as probes).
@@ -410,5 +441,71 @@ mod tests {
         assert!(!spin_for_work(|| false, us(20)));
         // Under Miri the spin is compiled out: the hint is read once.
         assert!(start.elapsed() >= us(20) || !SPIN_ENABLED);
+    }
+
+    #[test]
+    fn short_spins_that_keep_running_out_stop_until_the_next_probe() {
+        let start = Instant::now();
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        // The first look after chilling is a probe (none yet): it runs out.
+        let probe = spin.plan(start, MAX_SPIN);
+        assert!(matches!(probe, SpinPlan::Full(_)));
+        spin.record(probe, SpinOutcome::Exhausted);
+        for _ in 0..SHORT_LOSSES {
+            let plan = spin.plan(start + us(1), MAX_SPIN);
+            assert_eq!(plan, SpinPlan::Short(SHORT_SPIN));
+            spin.record(plan, SpinOutcome::Exhausted);
+        }
+        assert!(spin.short_spins_stopped());
+        let stopped = spin.plan(start + us(2), MAX_SPIN);
+        assert_eq!(
+            stopped,
+            SpinPlan::Short(Duration::ZERO),
+            "look once, then park"
+        );
+        spin.record(stopped, SpinOutcome::Exhausted);
+        // A look that finds work does not restart them by itself being zero-length...
+        spin.record(stopped, SpinOutcome::Work);
+        assert!(
+            !spin.short_spins_stopped(),
+            "...but work seen resets the count"
+        );
+        for _ in 0..SHORT_LOSSES {
+            let plan = spin.plan(start + us(3), MAX_SPIN);
+            spin.record(plan, SpinOutcome::Exhausted);
+        }
+        assert!(spin.short_spins_stopped());
+        // The next probe restarts short spins whatever its outcome.
+        let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
+        assert!(matches!(probe, SpinPlan::Full(_)));
+        spin.record(probe, SpinOutcome::Exhausted);
+        assert!(spin.is_cold());
+        assert_eq!(
+            spin.plan(start + PROBE_EVERY + us(1), MAX_SPIN),
+            SpinPlan::Short(SHORT_SPIN)
+        );
+    }
+
+    #[test]
+    fn a_short_spin_that_sees_work_keeps_short_spins_going() {
+        let start = Instant::now();
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        let probe = spin.plan(start, MAX_SPIN);
+        spin.record(probe, SpinOutcome::Exhausted);
+        for round in 0..3 * u32::from(SHORT_LOSSES) {
+            let plan = spin.plan(start + us(1), MAX_SPIN);
+            assert_eq!(plan, SpinPlan::Short(SHORT_SPIN), "round {round}");
+            let won = round % u32::from(SHORT_LOSSES) == 0;
+            spin.record(
+                plan,
+                if won {
+                    SpinOutcome::Work
+                } else {
+                    SpinOutcome::Exhausted
+                },
+            );
+        }
     }
 }
