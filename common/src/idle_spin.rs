@@ -224,13 +224,13 @@ impl IdleSpin {
     }
 
     /// Whether a cold worker's short spins have stopped (tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn short_spins_stopped(&self) -> bool {
         self.short_losses >= SHORT_LOSSES
     }
 
     /// Whether the worker is cold (full spins only as probes).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn is_cold(&self) -> bool {
         self.score == 0
     }

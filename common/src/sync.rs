@@ -208,6 +208,8 @@ pub(crate) mod plain {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         }
 
+        // Under loom every caller of these two uses loom's types instead.
+        #[cfg_attr(loom, allow(dead_code))]
         #[cfg(not(miri))]
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             self.0.try_lock()
@@ -276,6 +278,7 @@ pub(crate) mod plain {
             (guard, result.timed_out())
         }
 
+        #[cfg_attr(loom, allow(dead_code))]
         pub(crate) fn notify_one(&self) {
             self.0.notify_one();
         }
