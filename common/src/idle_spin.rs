@@ -446,15 +446,20 @@ mod tests {
         assert!(start.elapsed() >= us(20) || !SPIN_ENABLED);
     }
 
-    #[test]
-    fn short_spins_that_keep_running_out_stop_until_the_next_probe() {
-        let start = Instant::now();
+    /// A policy made cold at `start`, whose first probe (due at once) ran out.
+    fn cold_after_a_lost_probe(start: Instant) -> IdleSpin {
         let mut spin = IdleSpin::new();
         chill(&mut spin, start);
-        // The first look after chilling is a probe (none yet): it runs out.
         let probe = spin.plan(start, MAX_SPIN);
         assert!(matches!(probe, SpinPlan::Full(_)));
         spin.record(probe, SpinOutcome::Exhausted);
+        spin
+    }
+
+    #[test]
+    fn short_spins_that_keep_running_out_stop_until_the_next_probe() {
+        let start = Instant::now();
+        let mut spin = cold_after_a_lost_probe(start);
         for _ in 0..SHORT_LOSSES {
             let plan = spin.plan(start + us(1), MAX_SPIN);
             assert_eq!(plan, SpinPlan::Short(SHORT_SPIN));
@@ -468,12 +473,9 @@ mod tests {
             "look once, then park"
         );
         spin.record(stopped, SpinOutcome::Exhausted);
-        // A look that finds work does not restart them by itself being zero-length...
+        // A look that finds work restarts them.
         spin.record(stopped, SpinOutcome::Work);
-        assert!(
-            !spin.short_spins_stopped(),
-            "...but work seen resets the count"
-        );
+        assert!(!spin.short_spins_stopped());
         for _ in 0..SHORT_LOSSES {
             let plan = spin.plan(start + us(3), MAX_SPIN);
             spin.record(plan, SpinOutcome::Exhausted);
@@ -493,10 +495,7 @@ mod tests {
     #[test]
     fn a_short_spin_that_sees_work_keeps_short_spins_going() {
         let start = Instant::now();
-        let mut spin = IdleSpin::new();
-        chill(&mut spin, start);
-        let probe = spin.plan(start, MAX_SPIN);
-        spin.record(probe, SpinOutcome::Exhausted);
+        let mut spin = cold_after_a_lost_probe(start);
         for round in 0..3 * u32::from(SHORT_LOSSES) {
             let plan = spin.plan(start + us(1), MAX_SPIN);
             assert_eq!(plan, SpinPlan::Short(SHORT_SPIN), "round {round}");
