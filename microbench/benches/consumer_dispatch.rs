@@ -730,10 +730,16 @@ fn handoff_row<E: Executor>(
     variant: &str,
     round: u32,
 ) {
+    let bench_id = format!("{id}/{variant}/r{round}");
+    if !Settings::will_run(bench, &bench_id) {
+        // Listed, or filtered out (criterion skips it too): start nothing for it.
+        group.bench_function(bench_id, |b| b.iter(skipped_by_filter));
+        return;
+    }
     let latch = handoff::latch_cost();
     let rig = HandoffRig::<E>::start(1, HANDOFF_TASKS);
     let mut probe = Probe::new();
-    group.bench_function(format!("{id}/{variant}/r{round}"), |b| {
+    group.bench_function(bench_id, |b| {
         b.iter_custom(|iters| probe.sample(iters, rig.batches_per_iter(), None, |n| rig.run(n)))
     });
     rig.shutdown();
