@@ -1099,6 +1099,12 @@ fn cancel_racing_the_deadline_is_exactly_one_of_ran_or_cancelled() {
     assert_eq!(ran.load(Ordering::SeqCst) + cancelled, TIMERS);
     assert_eq!(drops.drops(), TIMERS);
     assert_eq!(executor.pending_tasks(), 0);
+    // The statistics account for every timer, including one cancelled after the worker had
+    // claimed it (the worker counts that one) and one cancelled in the wheel (cancel counts it).
+    let stats = executor.stats();
+    assert_eq!(stats.submitted, TIMERS as u64);
+    assert_eq!(stats.completed, ran.load(Ordering::SeqCst) as u64);
+    assert_eq!(stats.pending, 0, "{stats:?}");
 }
 
 #[test]

@@ -101,7 +101,10 @@ pub(crate) struct EventCounters {
     pub(crate) rejected: AtomicU64,
     /// Tasks handed back by `shutdown_now`.
     pub(crate) returned: AtomicU64,
-    /// Accepted timers that left without running (cancelled, or stopped at shutdown).
+    /// Accepted timers that left without running (cancelled, or stopped at shutdown) before
+    /// the worker claimed them. Written only under the queue lock
+    /// ([`add_under_queue_lock`](Self::add_under_queue_lock)); a timer cancelled after the
+    /// worker claimed it is the worker's to count (`WorkerCounters::cancelled`).
     pub(crate) cancelled: AtomicU64,
     /// Wake-up calls producers made to the parked worker.
     pub(crate) wakeups: AtomicU64,
@@ -115,6 +118,15 @@ impl EventCounters {
     #[inline]
     pub(crate) fn add(counter: &AtomicU64, count: usize) {
         counter.fetch_add(count as u64, Ordering::Release);
+    }
+
+    /// Adds `count` to `counter`, whose every writer holds the executor's queue lock (the
+    /// lock orders the writes, so a plain load and store do: a cancel pays no extra
+    /// read-modify-write). Caller holds the queue lock.
+    #[inline]
+    pub(crate) fn add_under_queue_lock(counter: &AtomicU64, count: usize) {
+        let value = counter.load(Ordering::Relaxed);
+        counter.store(value + count as u64, Ordering::Release);
     }
 }
 

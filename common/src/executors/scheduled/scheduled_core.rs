@@ -65,7 +65,7 @@ impl ScheduledCore {
             removed.header().set_heap_index(NOT_IN_HEAP);
             // Counted only when it was still waiting: a running entry counts as completed, one
             // handed back by `shutdown_now` as returned.
-            EventCounters::add(&self.events.cancelled, 1);
+            EventCounters::add_under_queue_lock(&self.events.cancelled, 1);
         }
         // A shut-down worker sleeping until this timer's deadline may now be free to exit.
         let wake = queue.run != RUNNING

@@ -186,8 +186,9 @@ impl Timers {
             let fired = panic::catch_unwind(AssertUnwindSafe(|| ScheduledCore::fire(core, entry)));
             let outcome = match fired {
                 Ok(Fired::Skipped) => {
-                    // Cancelled after the worker claimed it: it leaves without running.
-                    EventCounters::add(&core.events.cancelled, 1);
+                    // Cancelled after the worker claimed it: it leaves without running, a
+                    // cancelled entry the worker retired.
+                    core.worker_counters.record(JobOutcome::Cancelled);
                     continue;
                 }
                 Ok(Fired::Done | Fired::Again) => JobOutcome::Completed,
@@ -345,7 +346,7 @@ impl BetweenBatches for Timers {
             let cancelled = entry.header().try_cancel(true);
             debug_assert!(cancelled, "an armed entry is SCHEDULED");
         }
-        EventCounters::add(&core.events.cancelled, periodic.len());
+        EventCounters::add_under_queue_lock(&core.events.cancelled, periodic.len());
         Detached(periodic)
     }
 
@@ -372,7 +373,7 @@ impl BetweenBatches for Timers {
                 }));
             }
         }
-        EventCounters::add(&core.events.cancelled, periodic.len());
+        EventCounters::add_under_queue_lock(&core.events.cancelled, periodic.len());
         Detached(periodic)
     }
 
