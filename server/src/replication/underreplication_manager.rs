@@ -360,6 +360,11 @@ impl UnderreplicationManager {
     /// it is enabled now, else when it is next enabled. Each callback runs exactly once, on
     /// the `underreplication-notification` thread, outside any lock of the manager.
     ///
+    /// "Now" is as this manager's store reads it. On ZooKeeper each session's view is ordered,
+    /// but another process's write may reach this session's server a moment later: a callback
+    /// registered just after another process disabled replication can still run at once, as
+    /// in Pulsar (`is_ledger_replication_enabled` on this manager tells which it saw).
+    ///
     /// # Errors
     ///
     /// [`ReplicationError::Closed`] (the callback is dropped unrun);

@@ -186,12 +186,25 @@ pub fn assert_notifications_flow(writer: &MetadataStore, brokers: &[&DrillBroker
 }
 
 /// The under-replication manager of every broker still hears the replication switch: the
-/// writer disables replication, each broker's manager registers an "enabled" callback (which
-/// must wait), the writer enables replication, and every callback runs within [`RECOVERY`].
+/// writer disables replication, each broker's manager reads that (within [`RECOVERY`]) and
+/// registers an "enabled" callback (which must wait), the writer enables replication, and
+/// every callback runs within [`RECOVERY`].
 #[track_caller]
 pub fn assert_replication_switch_heard(writer: &MetadataStore, brokers: &[&DrillBroker]) {
     let switch = UnderreplicationManager::new(writer.clone(), LEDGERS_ROOT).unwrap();
     switch.disable_ledger_replication().unwrap();
+    // ZooKeeper orders each session's view, not the sessions against each other: a broker
+    // whose session is on a follower that has not applied the writer's disable yet still
+    // reads replication as enabled, and a callback registered then runs at once (as in
+    // Pulsar). Once a broker has read the disable through its session, its later reads see
+    // it too, so the callbacks below must wait.
+    for broker in brokers {
+        eventually(
+            RECOVERY,
+            "every broker reads replication as disabled",
+            || broker.replication.is_ledger_replication_enabled().ok() == Some(false),
+        );
+    }
     let (ran, heard) = mpsc::channel();
     for broker in brokers {
         let (ran, id) = (ran.clone(), broker.id.clone());
