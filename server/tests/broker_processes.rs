@@ -78,12 +78,9 @@ impl BrokerProcess {
         }
     }
 
-    /// Takes the lines received since the last look; whether one of them matches.
-    fn heard_new(&mut self, wanted: impl Fn(&str) -> bool) -> bool {
-        let fresh: Vec<String> = self.lines.try_iter().collect();
-        let matched = fresh.iter().any(|line| wanted(line));
-        self.seen.extend(fresh);
-        matched
+    /// Moves the lines received since the last look into `seen`, without waiting.
+    fn take_new_lines(&mut self) {
+        self.seen.extend(self.lines.try_iter());
     }
 
     /// Reads lines until one matches, within `within`.
@@ -170,22 +167,30 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
     let mut history: Vec<Transition> = heard.try_iter().collect();
     history.push(Transition::Gone(dead.clone()));
 
-    // One of the others takes over within the session timeout plus the margin.
+    // One of the others takes over within the session timeout plus the margin: the reader
+    // threads pass every `active` / `inactive` line on to `heard` as it arrives, so the wait
+    // blocks on that channel until a live broker's `active` comes.
     let within = SESSION_TIMEOUT + TAKEOVER_MARGIN;
     let new_leader = loop {
-        if let Some(index) = brokers
-            .iter_mut()
-            .position(|b| b.heard_new(|line| line == "active"))
-        {
-            break index;
+        let left = within.saturating_sub(killed_at.elapsed());
+        let transition = heard.recv_timeout(left).unwrap_or_else(|error| {
+            panic!("no broker took over within {within:?} of the kill ({error}): {history:?}")
+        });
+        match transition {
+            // Printed by the dead process before the kill but read after it: not history.
+            Transition::Active(ref id) | Transition::Inactive(ref id) if *id == dead => {}
+            Transition::Active(ref id) => {
+                let index = brokers.iter().position(|b| b.id == *id);
+                history.push(transition);
+                break index.expect("an active line comes from a broker of the drill");
+            }
+            transition => history.push(transition),
         }
-        assert!(
-            killed_at.elapsed() <= within,
-            "no broker took over within {within:?} of the kill"
-        );
-        // Polling two processes' output: a short pause between looks.
-        thread::sleep(Duration::from_millis(20));
     };
+    // What the brokers printed up to the takeover, for the checks below.
+    for broker in &mut brokers {
+        broker.take_new_lines();
+    }
     let successor = brokers[new_leader].id.clone();
     eprintln!(
         "{successor} took over {:?} after {dead} was killed",
@@ -218,8 +223,6 @@ fn killing_the_leaders_process_hands_leadership_over_and_drops_its_report_everyw
             broker.id
         );
     }
-    // (A reader thread passes a transition on before the line itself, so the successor's
-    // `active`, seen above, is in `heard`.)
     drop(brokers);
     // Whatever the dead process printed before the kill but was read after it is ignored.
     history.extend(heard.try_iter().filter(|transition| {
