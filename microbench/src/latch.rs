@@ -46,6 +46,28 @@ impl CountdownLatch {
         }
     }
 
+    /// Re-arms a latch whose count reached zero for `count` more count-downs (a new batch).
+    /// Tasks that counted the previous batch down are done with the count: the last of them
+    /// made it zero (one may still be waking the waiter, which only costs a spurious wake-up).
+    ///
+    /// # Panics
+    ///
+    /// If called from a thread other than the waiter, or before the count reached zero.
+    pub fn arm(&self, count: usize) {
+        assert_eq!(
+            thread::current().id(),
+            self.waiter.id(),
+            "only the thread that made a CountdownLatch may re-arm it"
+        );
+        assert_eq!(
+            self.count(),
+            0,
+            "a latch is re-armed only once it reached zero"
+        );
+        // Published to the tasks by the executor's hand-off, like everything else they read.
+        self.count.store(count, Ordering::Relaxed);
+    }
+
     /// Counts down once; the last count-down wakes the waiter.
     #[inline]
     pub fn count_down(&self) {
