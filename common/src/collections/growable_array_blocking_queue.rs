@@ -52,10 +52,19 @@ use std::time::{Duration, Instant};
 /// a producer's compare-and-swap clears the bit, and seeing it set, the producer takes the
 /// lock and signals `not_empty`. Both are read-modify-writes of one word, so one of them sees
 /// the other: no wake-up is lost. A woken taker that leaves other takers blocked sets the bit
-/// again before returning. `len` is the tail minus a published copy of the head. A taker that
-/// finds the queue empty first spins on `len` and `is_terminated` for a short, adaptive bound
-/// (the crate's one spin policy, `idle_spin`) before it blocks (modelled in
-/// `tests/loom_queue.rs`, where the spin is off).
+/// again before returning. `len` is the tail minus a published copy of the head.
+///
+/// A taker that finds the queue empty first spins for a short, adaptive bound (the crate's one
+/// spin policy, `idle_spin`) before it blocks (modelled in `tests/loom_queue.rs`, where the
+/// spin is off). It spins on its head slot's `written` flag, holding the `head` lock (which
+/// keeps that slot's block in the chain), and reads the tail's terminated bit only every 64th
+/// poll; and a taker whose head slot is written takes it without reading the tail. The tail's
+/// line is the one every `put` writes: a taker reading it between two puts made the second
+/// wait for the line, twice per item when the taker keeps up with a producer. On a 2-vCPU
+/// Intel Xeon VM, where a cache line takes ~90 ns from core to core, that halved the time per
+/// item with one producer (~150 ns -> ~80). Other takers (`poll` too), `drain_to`, `clear`,
+/// `trim` and `terminate` wait for the `head` lock while a taker spins: at most the spin's
+/// bound, and `terminate` ends the spin within 64 polls.
 ///
 /// `drain_to` first reads the tail by a read-modify-write, so of it and any `put`'s
 /// compare-and-swap one reads the other: either the drain sees the item, or its release makes
@@ -109,6 +118,8 @@ const LAP: usize = BLOCK_CAP + 1;
 const TERMINATED: usize = 1;
 const WAITING: usize = 2;
 const SHIFT: usize = 2;
+/// While a taker spins on its head slot, how often it also reads the tail (for `terminate`).
+const POLLS_PER_TAIL_READ: u32 = 64;
 
 /// Items before `position` (positions skip one per lap).
 fn items_before(position: usize) -> usize {
@@ -367,10 +378,27 @@ impl<T> GrowableArrayBlockingQueue<T> {
     fn reserved(&self, head: &mut Head<T>) -> usize {
         let mut reserved = items_before(head.seen_tail) - items_before(head.position);
         if reserved == 0 {
+            if self.head_slot_written(head) {
+                // A producer reserved the head's slot and wrote it: the tail is past it. Known
+                // without reading the tail's line, which every `put` writes.
+                head.seen_tail = head.position + 1;
+                return 1;
+            }
             head.seen_tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
             reserved = items_before(head.seen_tail) - items_before(head.position);
         }
         reserved
+    }
+
+    /// Whether the head's slot is written (its item ready to take).
+    fn head_slot_written(&self, head: &Head<T>) -> bool {
+        // SAFETY: `head.block` holds the head position and stays in the chain until its last
+        // slot is taken (by a taker, under the lock we hold); `written` is an atomic.
+        unsafe {
+            (*head.block).slots[head.position % LAP]
+                .written
+                .load(Ordering::Acquire)
+        }
     }
 
     /// Removes the head, which [`reserved`](Self::reserved) counted, waiting for its producer
@@ -460,9 +488,19 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 deadline.saturating_duration_since(Instant::now())
             });
             if !limit.is_zero() {
-                drop(head);
-                idle_spin::spin_for_work(|| !self.is_empty() || self.is_terminated(), limit);
-                head = self.head.lock.lock();
+                // Spin on the head's slot, under the lock (so its block stays in the chain),
+                // rather than on the tail's line: every `put` writes that line, and a taker
+                // reading it between two puts makes the next one wait for it. The tail (its
+                // terminated bit) is read once every `POLLS_PER_TAIL_READ` polls.
+                let mut polls = 0u32;
+                idle_spin::spin_for_work(
+                    || {
+                        polls = polls.wrapping_add(1);
+                        self.head_slot_written(&head)
+                            || (polls % POLLS_PER_TAIL_READ == 0 && self.is_terminated())
+                    },
+                    limit,
+                );
             }
         }
         loop {
