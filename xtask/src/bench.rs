@@ -74,6 +74,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let logs = out.join("logs");
     let started = Instant::now();
     let load_before = load_average();
+    let core_to_core = (!options.report_only)
+        .then(crate::core_to_core::round_trip)
+        .flatten();
 
     if !options.report_only {
         let benches = select(discover(&root)?, options.filter.as_deref())?;
@@ -106,6 +109,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let mut machine = Machine::describe(&root);
     if !options.report_only {
         machine.load_before = load_before;
+        machine.core_to_core = core_to_core;
     }
     let written = report::write(&out, &machine)?;
     if written.benches.is_empty() {

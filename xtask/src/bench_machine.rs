@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The measuring machine and the code measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +27,9 @@ pub(crate) struct Machine {
     pub(crate) load_before: Option<String>,
     /// The same when the report was written.
     pub(crate) load_after: Option<String>,
+    /// One core-to-core round trip of a cache line, measured before the run
+    /// (`core_to_core::round_trip`); `None` on one CPU or when only re-rendering.
+    pub(crate) core_to_core: Option<Duration>,
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`): other processes competing for the
@@ -68,6 +71,7 @@ impl Machine {
             },
             load_before: None,
             load_after: load_average(),
+            core_to_core: None,
         }
     }
 
@@ -94,6 +98,7 @@ impl Machine {
             "commit": self.commit,
             "load_average_before": self.load_before,
             "load_average_after": self.load_after,
+            "core_to_core_round_trip_ns": self.core_to_core.map(|d| d.as_nanos() as u64),
         })
     }
 }

@@ -4,6 +4,7 @@
 mod background;
 mod bench;
 mod bench_machine;
+mod core_to_core;
 mod report;
 mod report_chart;
 mod report_markdown;

@@ -21,6 +21,16 @@ pub(crate) fn document(machine: &Machine, benches: &[Rendered]) -> String {
             machine.load_after.as_deref().unwrap_or("-"),
         );
     }
+    if let Some(round_trip) = machine.core_to_core {
+        let _ = writeln!(
+            out,
+            "- Core to core: {} ns per round trip of an atomic between two threads (a cache \
+             line moving to the other core and back), measured before the run; every \
+             hand-off below pays such moves, so runs on hosts that differ here differ in \
+             their ratios too",
+            round_trip.as_nanos()
+        );
+    }
     let _ = writeln!(out, "- Commit: {}", machine.commit);
     let _ = writeln!(
         out,
