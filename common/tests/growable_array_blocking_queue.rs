@@ -312,6 +312,93 @@ fn four_producers_one_hundred_thousand_each_arrive_complete_and_in_producer_orde
     assert_eq!(total, PRODUCERS * PER_PRODUCER);
 }
 
+/// Blocking takers spin holding the head lock and take what they know is there without
+/// reading the tail; a `poll_timeout` taker and a taker that polls and drains contend for that
+/// lock meanwhile. Every item is taken exactly once, each taker sees each producer's items in
+/// order, and every taker ends once the queue is terminated and empty.
+#[test]
+fn blocking_timed_and_draining_takers_racing_producers_take_every_item_once() {
+    const PRODUCERS: usize = 3;
+    const PER_PRODUCER: usize = if cfg!(miri) { 300 } else { 50_000 };
+    let queue = Arc::new(GrowableArrayBlockingQueue::new());
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || {
+                for i in 0..PER_PRODUCER {
+                    queue.put((p, i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    // Checks one taker's items: each producer's in increasing order.
+    fn in_producer_order(items: &[(usize, usize)]) {
+        let mut last = [None::<usize>; PRODUCERS];
+        for &(p, i) in items {
+            if let Some(previous) = last[p] {
+                assert!(i > previous, "producer {p}: {i} after {previous}");
+            }
+            last[p] = Some(i);
+        }
+    }
+    let blocking = {
+        let queue = Arc::clone(&queue);
+        thread::spawn(move || {
+            let mut items = Vec::new();
+            while let Some(item) = queue.take() {
+                items.push(item);
+            }
+            items
+        })
+    };
+    let timed = {
+        let queue = Arc::clone(&queue);
+        thread::spawn(move || {
+            let mut items = Vec::new();
+            loop {
+                match queue.poll_timeout(Duration::from_millis(1)) {
+                    Ok(item) => items.push(item),
+                    Err(PollTimeoutError::Timeout) => {}
+                    Err(PollTimeoutError::Terminated) => return items,
+                }
+            }
+        })
+    };
+    let draining = {
+        let queue = Arc::clone(&queue);
+        thread::spawn(move || {
+            let mut items = Vec::new();
+            loop {
+                if let Some(item) = queue.poll() {
+                    items.push(item);
+                }
+                queue.drain_to(&mut items, 7);
+                if queue.is_terminated() && queue.is_empty() {
+                    return items;
+                }
+                thread::yield_now();
+            }
+        })
+    };
+    for producer in producers {
+        producer.join().unwrap();
+    }
+    queue.terminate();
+    let mut taken = vec![vec![false; PER_PRODUCER]; PRODUCERS];
+    let mut total = 0;
+    for taker in [blocking, timed, draining] {
+        let items = taker.join().unwrap();
+        in_producer_order(&items);
+        for (p, i) in items {
+            assert!(!taken[p][i], "({p}, {i}) taken twice");
+            taken[p][i] = true;
+            total += 1;
+        }
+    }
+    assert_eq!(total, PRODUCERS * PER_PRODUCER, "every item taken");
+    assert!(queue.is_empty());
+}
+
 #[test]
 fn two_producers_with_a_concurrent_trimmer_keep_every_element_in_order() {
     // Under Miri (~10^4 times slower) fewer elements, the same assertions.
