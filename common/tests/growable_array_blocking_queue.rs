@@ -272,35 +272,51 @@ fn every_item_is_dropped_exactly_once_including_on_queue_drop() {
     assert_eq!(drops.drops(), 1001);
 }
 
+/// Starts `producers` threads; producer `p` puts `(p, 0)`, `(p, 1)`, ... up to
+/// `(p, per_producer - 1)`.
+fn spawn_producers(
+    queue: &Arc<GrowableArrayBlockingQueue<(usize, usize)>>,
+    producers: usize,
+    per_producer: usize,
+) -> Vec<thread::JoinHandle<()>> {
+    (0..producers)
+        .map(|p| {
+            let queue = Arc::clone(queue);
+            thread::spawn(move || {
+                for i in 0..per_producer {
+                    queue.put((p, i)).unwrap();
+                }
+            })
+        })
+        .collect()
+}
+
+/// Asserts that one taker's items hold each producer's items in increasing order.
+fn assert_in_producer_order(items: &[(usize, usize)]) {
+    let mut last = std::collections::HashMap::new();
+    for &(p, i) in items {
+        if let Some(previous) = last.insert(p, i) {
+            assert!(i > previous, "producer {p}: {i} after {previous}");
+        }
+    }
+}
+
 #[test]
 fn four_producers_one_hundred_thousand_each_arrive_complete_and_in_producer_order() {
     const PRODUCERS: usize = 4;
     const PER_PRODUCER: usize = if cfg!(miri) { 1_000 } else { 100_000 };
     let queue = Arc::new(GrowableArrayBlockingQueue::new());
-    let producers: Vec<_> = (0..PRODUCERS)
-        .map(|p| {
-            let queue = Arc::clone(&queue);
-            thread::spawn(move || {
-                for i in 0..PER_PRODUCER {
-                    queue.put((p, i)).unwrap();
-                }
-            })
-        })
-        .collect();
+    let producers = spawn_producers(&queue, PRODUCERS, PER_PRODUCER);
     let consumers: Vec<_> = (0..2)
         .map(|_| {
             let queue = Arc::clone(&queue);
             thread::spawn(move || {
-                let mut last = [None::<usize>; PRODUCERS];
-                let mut seen = 0usize;
-                while let Some((p, i)) = queue.take() {
-                    if let Some(previous) = last[p] {
-                        assert!(i > previous, "producer {p}: {i} after {previous}");
-                    }
-                    last[p] = Some(i);
-                    seen += 1;
+                let mut items = Vec::new();
+                while let Some(item) = queue.take() {
+                    items.push(item);
                 }
-                seen
+                assert_in_producer_order(&items);
+                items.len()
             })
         })
         .collect();
@@ -321,26 +337,7 @@ fn blocking_timed_and_draining_takers_racing_producers_take_every_item_once() {
     const PRODUCERS: usize = 3;
     const PER_PRODUCER: usize = if cfg!(miri) { 300 } else { 50_000 };
     let queue = Arc::new(GrowableArrayBlockingQueue::new());
-    let producers: Vec<_> = (0..PRODUCERS)
-        .map(|p| {
-            let queue = Arc::clone(&queue);
-            thread::spawn(move || {
-                for i in 0..PER_PRODUCER {
-                    queue.put((p, i)).unwrap();
-                }
-            })
-        })
-        .collect();
-    // Checks one taker's items: each producer's in increasing order.
-    fn in_producer_order(items: &[(usize, usize)]) {
-        let mut last = [None::<usize>; PRODUCERS];
-        for &(p, i) in items {
-            if let Some(previous) = last[p] {
-                assert!(i > previous, "producer {p}: {i} after {previous}");
-            }
-            last[p] = Some(i);
-        }
-    }
+    let producers = spawn_producers(&queue, PRODUCERS, PER_PRODUCER);
     let blocking = {
         let queue = Arc::clone(&queue);
         thread::spawn(move || {
@@ -388,7 +385,7 @@ fn blocking_timed_and_draining_takers_racing_producers_take_every_item_once() {
     let mut total = 0;
     for taker in [blocking, timed, draining] {
         let items = taker.join().unwrap();
-        in_producer_order(&items);
+        assert_in_producer_order(&items);
         for (p, i) in items {
             assert!(!taken[p][i], "({p}, {i}) taken twice");
             taken[p][i] = true;
