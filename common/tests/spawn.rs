@@ -6,11 +6,12 @@
 mod support;
 
 use pulsar_common::executors::{
-    NamedThreadFactory, PulsarExecutors, RejectReason, ScheduledExecutor, SingleThreadExecutor,
-    TaskError,
+    panic_message, NamedThreadFactory, PulsarExecutors, RejectReason, ScheduledExecutor,
+    ScheduledHandle, SingleThreadExecutor, TaskError,
 };
 use pulsar_testkit::Token;
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -465,12 +466,6 @@ fn a_scheduled_handle_is_awaited_in_a_spawned_future() {
 
 #[test]
 fn a_scheduled_handle_wakes_its_awaiting_waker_when_it_fires() {
-    struct CountWakes(Arc<Latch>);
-    impl Wake for CountWakes {
-        fn wake(self: Arc<Self>) {
-            self.0.count_down();
-        }
-    }
     let timers = ScheduledExecutor::new(NamedThreadFactory::new("poll-by-hand"));
     let (release, gate) = mpsc::channel::<()>();
     let mut handle = timers
@@ -486,5 +481,73 @@ fn a_scheduled_handle_wakes_its_awaiting_waker_when_it_fires() {
         Pin::new(&mut handle).poll(&mut cx),
         Poll::Ready(Ok(()))
     ));
+    timers.shutdown();
+}
+
+/// A waker left by a `Pending` poll is woken by a cancel too (the handle then reports
+/// `Cancelled`), not only by the fire.
+#[test]
+fn a_scheduled_handle_wakes_its_awaiting_waker_when_it_is_cancelled() {
+    let timers = ScheduledExecutor::new(NamedThreadFactory::new("poll-then-cancel"));
+    let mut handle = timers.schedule(Duration::from_secs(3600), || 1).unwrap();
+    let woken = Arc::new(CountWakes(Latch::new(1)));
+    let waker = Waker::from(Arc::clone(&woken));
+    let mut cx = Context::from_waker(&waker);
+    assert!(Pin::new(&mut handle).poll(&mut cx).is_pending());
+    assert!(handle.cancel());
+    // The cancel wakes the waker before it returns: nothing left to wait for.
+    woken.0.wait(Duration::ZERO);
+    assert!(matches!(
+        Pin::new(&mut handle).poll(&mut cx),
+        Poll::Ready(Err(TaskError::Cancelled))
+    ));
+    timers.shutdown();
+}
+
+/// Counts its wakes down on a latch.
+struct CountWakes(Arc<Latch>);
+
+impl Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        self.0.count_down();
+    }
+}
+
+/// The outcome is taken once: a handle polled again after `Ready`, or joined after it, panics
+/// with the reason instead of waiting for an outcome that is gone.
+#[test]
+fn a_scheduled_handle_used_again_after_ready_panics_instead_of_waiting_forever() {
+    let timers = ScheduledExecutor::new(NamedThreadFactory::new("ready-twice"));
+    let take_twice = |second: fn(ScheduledHandle<i32>)| {
+        let mut handle = timers.schedule(Duration::ZERO, || 5).unwrap();
+        let woken = Arc::new(CountWakes(Latch::new(1)));
+        let waker = Waker::from(Arc::clone(&woken));
+        let mut cx = Context::from_waker(&waker);
+        let mut poll = || Pin::new(&mut handle).poll(&mut cx);
+        let taken = match poll() {
+            Poll::Ready(outcome) => outcome,
+            Poll::Pending => {
+                woken.0.wait(LONG);
+                match poll() {
+                    Poll::Ready(outcome) => outcome,
+                    Poll::Pending => panic!("woken, yet pending"),
+                }
+            }
+        };
+        assert_eq!(taken.unwrap(), 5);
+        let again = panic::catch_unwind(AssertUnwindSafe(|| second(handle)));
+        let payload = again.expect_err("a second take panics");
+        assert_eq!(
+            panic_message(payload.as_ref()),
+            "a scheduled handle polled after it returned Ready"
+        );
+    };
+    take_twice(|mut handle| {
+        let waker = Waker::from(Arc::new(CountWakes(Latch::new(1))));
+        let _ = Pin::new(&mut handle).poll(&mut Context::from_waker(&waker));
+    });
+    take_twice(|handle| {
+        let _ = handle.join();
+    });
     timers.shutdown();
 }

@@ -44,6 +44,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
         &["--lib", "executor_soundness", "spawn", "task_cancel"],
     ),
     (
+        "common/src/executors/scheduled/timer_entry.rs",
+        "pulsar-common",
+        &["scheduled_executor"],
+    ),
+    (
         "common/src/executors/task_batch.rs",
         "pulsar-common",
         &[

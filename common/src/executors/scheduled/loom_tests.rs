@@ -203,3 +203,48 @@ fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
         );
     });
 }
+
+/// A handle waiting in `join` while the worker fires the timer (or, in the second model, while
+/// another thread cancels it) is woken with the outcome: the waiter bit is seen by whoever
+/// finishes the entry, or the waiter sees the entry final and never sleeps. A lost wake-up
+/// deadlocks the model.
+#[test]
+fn loom_join_racing_the_fire_is_woken_with_the_value() {
+    loom::model(|| {
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let handle = arm(&core, Once(|| 7)).unwrap();
+        let worker = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                ScheduledCore::run_ready(&core);
+            })
+        };
+        assert_eq!(handle.join().unwrap(), 7);
+        worker.join().unwrap();
+        assert_eq!(core.pending_tasks(), 0);
+    });
+}
+
+#[test]
+fn loom_join_racing_a_cancel_is_woken_with_cancelled() {
+    loom::model(|| {
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let token = Token(Arc::clone(&dropped));
+        let handle = std::sync::Arc::new(arm(&core, Once(move || drop(token))).unwrap());
+        let canceller = {
+            let handle = std::sync::Arc::clone(&handle);
+            thread::spawn(move || assert!(handle.cancel()))
+        };
+        // `join` takes the handle by value: wait through the entry, as `join` does.
+        let outcome = handle.entry().wait_outcome(None);
+        canceller.join().unwrap();
+        assert!(matches!(outcome, Some(Err(TaskError::Cancelled))));
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the closure dropped by the cancel"
+        );
+        assert_eq!(core.pending_tasks(), 0);
+    });
+}

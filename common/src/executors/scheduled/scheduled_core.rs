@@ -47,9 +47,9 @@ impl ScheduledCore {
         let mut queue = self.queue.lock();
         // Under the queue lock, so that a periodic re-arm (also under it) is either before
         // this (the entry is back in the heap, and removed below) or fails.
-        if !entry.header().try_cancel(entry.is_periodic()) {
+        let Some(cancellation) = entry.header().try_cancel(entry.is_periodic()) else {
             return false;
-        }
+        };
         let removed = match entry.header().heap_index() {
             NOT_IN_HEAP => None, // claimed by the worker, or handed back by `shutdown_now`
             IN_DUE_LIST => {
@@ -75,7 +75,7 @@ impl ScheduledCore {
         if wake {
             self.work_available.notify_one();
         }
-        entry.finish_cancel();
+        entry.finish_cancel(cancellation);
         drop(removed);
         true
     }
@@ -83,26 +83,33 @@ impl ScheduledCore {
     /// Puts a periodic entry that just ran back in the heap, at its next deadline — unless it
     /// was cancelled during the run or the executor was shut down meanwhile (it stops then).
     pub(crate) fn rearm(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) {
+        // The worker owns the closure until the re-arm's transition hands it back (see
+        // `TimerEntry`), so the next deadline is read before it.
+        let deadline = entry.next_deadline(Instant::now());
         let mut queue = this.queue.lock();
         if queue.run != RUNNING {
-            let cancelled = entry.header().try_cancel(true);
+            let cancellation = entry.header().try_cancel(true);
             drop(queue);
-            if cancelled {
-                entry.finish_cancel();
+            if let Some(cancellation) = cancellation {
+                entry.finish_cancel(cancellation);
             }
+            entry.discard_job();
             return;
         }
-        if entry.header().try_rearm() {
-            let deadline = entry.next_deadline(Instant::now());
-            // The caller is the worker itself (the only place a periodic entry runs while the
-            // executor runs), so there is nobody to wake.
-            if queue.between.push(deadline, entry) {
-                this.between.set_next_due(deadline);
-            }
-            // Java counts each run of a periodic task as a task: its next run is submitted.
-            this.queue.count_submitted(&mut queue, 1);
-            this.between.armed.store(true, Ordering::Relaxed);
+        if !entry.header().try_rearm() {
+            // Cancelled during the run, after `fire` looked: the closure is still the worker's.
+            drop(queue);
+            entry.discard_job();
+            return;
         }
+        // The caller is the worker itself (the only place a periodic entry runs while the
+        // executor runs), so there is nobody to wake.
+        if queue.between.push(deadline, entry) {
+            this.between.set_next_due(deadline);
+        }
+        // Java counts each run of a periodic task as a task: its next run is submitted.
+        this.queue.count_submitted(&mut queue, 1);
+        this.between.armed.store(true, Ordering::Relaxed);
     }
 
     /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even

@@ -57,6 +57,12 @@ impl<R: Send + 'static> ScheduledHandle<R> {
         Self { entry, core }
     }
 
+    /// The entry, for the loom models (which wait on it from a shared handle).
+    #[cfg(all(loom, test))]
+    pub(crate) fn entry(&self) -> &dyn EntryOutcome<R> {
+        &*self.entry
+    }
+
     /// Cancels the task: a one-shot task that has not started will not run; a periodic task
     /// will not run again (a run in progress finishes). The timer is removed from the
     /// executor and the closure dropped before this returns.
@@ -87,6 +93,11 @@ impl<R: Send + 'static> ScheduledHandle<R> {
     /// [`TaskError::Cancelled`] if it was cancelled; [`TaskError::WouldDeadlock`] at once,
     /// without waiting, if the outcome is not there yet and the caller is this executor's own
     /// worker thread (which is the one that would have to produce it).
+    ///
+    /// # Panics
+    ///
+    /// If the handle, awaited as a future, already returned its outcome (`Ready`): the outcome
+    /// is taken once, and a wait for it again would never end.
     pub fn join(self) -> Result<R, TaskError> {
         if let Some(refused) = self.refuse_self_join() {
             return refused;

@@ -2,14 +2,14 @@
 
 use crate::executors::task_error::TaskError;
 use crate::executors::thread_factory::panic_message;
-use crate::sync::{AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicU8, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Entry states (the `state` field of [`EntryHeader`]). A state never goes back except
-/// `RUNNING -> SCHEDULED`, when a periodic entry is re-armed.
+/// Entry states: the low bits ([`STATE_MASK`]) of the `state` word of [`EntryHeader`]. A state
+/// never goes back except `RUNNING -> SCHEDULED`, when a periodic entry is re-armed.
 ///
 /// | state       | meaning                                           | next states (who)                                  |
 /// |-------------|---------------------------------------------------|----------------------------------------------------|
@@ -21,6 +21,21 @@ pub(crate) const SCHEDULED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
 pub(crate) const DONE: u8 = 2;
 pub(crate) const CANCELLED: u8 = 3;
+/// The bits of the state word that hold the state.
+const STATE_MASK: u8 = 0b11;
+/// Set (never cleared) by a handle about to wait for the outcome (`join`, or a `poll` that
+/// left its waker): whoever makes the entry final then wakes it, under the `waiters` lock.
+/// Without it, finishing an entry takes no lock.
+const WAITING: u8 = 0b100;
+/// Set once by the handle that takes the outcome: a second take is a misuse (a handle polled
+/// again after `Ready`), reported with a panic instead of a wait that never ends.
+const TAKEN: u8 = 0b1000;
+
+/// Whether a state word holds a final state.
+#[inline]
+fn is_final(word: u8) -> bool {
+    matches!(word & STATE_MASK, DONE | CANCELLED)
+}
 
 /// The `heap_index` of an entry that is neither in the timer heap nor in the worker's due
 /// list: claimed by the worker, handed back by `shutdown_now`, or finished.
@@ -31,9 +46,11 @@ pub(crate) const IN_DUE_LIST: usize = usize::MAX - 1;
 
 /// The part of an entry the heap, the worker and `cancel` share, whatever the closure's type.
 pub(crate) struct EntryHeader {
-    /// One of [`SCHEDULED`], [`RUNNING`], [`DONE`], [`CANCELLED`]. Every transition is a
-    /// compare-and-swap (`AcqRel`), so exactly one of "the worker claims it" (`SCHEDULED ->
-    /// RUNNING`) and "cancel wins" (`SCHEDULED -> CANCELLED`) happens.
+    /// One of [`SCHEDULED`], [`RUNNING`], [`DONE`], [`CANCELLED`], plus the [`WAITING`] and
+    /// [`TAKEN`] bits. Every transition is a compare-and-swap (`AcqRel`) that keeps the bits,
+    /// so exactly one of "the worker claims it" (`SCHEDULED -> RUNNING`) and "cancel wins"
+    /// (`SCHEDULED -> CANCELLED`) happens. The state also says who owns the entry's closure
+    /// and outcome cells (see [`TimerEntry`]).
     state: AtomicU8,
     /// Where the entry is: its slab index in the timer wheel, [`IN_DUE_LIST`] or
     /// [`NOT_IN_HEAP`]. Slab indices change only under the executor's queue lock, and the wheel
@@ -44,6 +61,17 @@ pub(crate) struct EntryHeader {
     heap_index: AtomicUsize,
 }
 
+/// A won cancel ([`EntryHeader::try_cancel`]), to be finished with [`Timer::finish_cancel`]
+/// once no lock is held.
+#[must_use = "a won cancel must be finished with `Timer::finish_cancel`"]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cancellation {
+    /// Whether the canceller now owns the closure (it cancelled a waiting entry). A periodic
+    /// entry cancelled while it runs keeps its closure with the worker, which drops it after
+    /// the run.
+    owns_job: bool,
+}
+
 impl EntryHeader {
     fn new() -> Self {
         Self {
@@ -52,8 +80,9 @@ impl EntryHeader {
         }
     }
 
+    /// The state, without the waiter bits.
     pub(crate) fn state(&self) -> u8 {
-        self.state.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & STATE_MASK
     }
 
     /// Caller holds the queue lock (or the due-list lock, to tell `IN_DUE_LIST` from a claim).
@@ -66,32 +95,47 @@ impl EntryHeader {
         self.heap_index.store(index, Ordering::Relaxed);
     }
 
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+    /// `from -> to`, keeping the waiter bits. Returns the word it replaced, or `None` if the
+    /// state was not `from`.
+    fn transition(&self, from: u8, to: u8) -> Option<u8> {
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            if word & STATE_MASK != from {
+                return None;
+            }
+            let next = (word & !STATE_MASK) | to;
+            match self
+                .state
+                .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(word),
+                Err(actual) => word = actual,
+            }
+        }
     }
 
-    /// `SCHEDULED -> RUNNING`: the worker's claim.
+    /// `SCHEDULED -> RUNNING`: the worker's claim; the worker then owns the closure.
     fn try_start(&self) -> bool {
-        self.transition(SCHEDULED, RUNNING)
+        self.transition(SCHEDULED, RUNNING).is_some()
     }
 
     /// `SCHEDULED -> CANCELLED`, or `RUNNING -> CANCELLED` for a periodic entry (its current
-    /// run finishes; it is not run again). Returns whether this call cancelled the entry; the
-    /// caller must then call [`Timer::finish_cancel`].
-    pub(crate) fn try_cancel(&self, periodic: bool) -> bool {
-        if self.transition(SCHEDULED, CANCELLED) {
-            return true;
+    /// run finishes; it is not run again). `Some` if this call cancelled the entry; the caller
+    /// must then pass it to [`Timer::finish_cancel`].
+    pub(crate) fn try_cancel(&self, periodic: bool) -> Option<Cancellation> {
+        if self.transition(SCHEDULED, CANCELLED).is_some() {
+            return Some(Cancellation { owns_job: true });
         }
-        periodic && self.transition(RUNNING, CANCELLED)
+        (periodic && self.transition(RUNNING, CANCELLED).is_some())
+            .then_some(Cancellation { owns_job: false })
     }
 
-    /// `RUNNING -> SCHEDULED`: re-arms a periodic entry that just ran. Fails if it was cancelled
+    /// `RUNNING -> SCHEDULED`: re-arms a periodic entry that just ran (its closure back in
+    /// place: from here the next claim or cancel owns it). Fails if it was cancelled
     /// meanwhile. Caller holds the queue lock (so that a cancel, which also takes it, finds the
     /// entry either still running or back in the heap).
     pub(crate) fn try_rearm(&self) -> bool {
-        self.transition(RUNNING, SCHEDULED)
+        self.transition(RUNNING, SCHEDULED).is_some()
     }
 }
 
@@ -191,71 +235,144 @@ where
     }
 }
 
-/// What the entry's lock protects.
-struct Body<J: TimerJob> {
-    /// The closure while the entry waits; `None` while it runs and once it is done or
-    /// cancelled.
-    job: Option<J>,
-    /// Set exactly once: the result, the panic, or `Cancelled`. `join` (or the awaiting
-    /// handle) takes it.
-    outcome: Option<Result<J::Output, TaskError>>,
-    /// The outcome was taken: a handle polled again after `Ready` is a bug, not a wait.
-    outcome_taken: bool,
-    /// The waker of the handle's last poll, woken (outside the lock) with the outcome.
-    waker: Option<Waker>,
-}
-
-/// One delayed or periodic task. Shared (`Arc`) by the timer heap (or the worker's batch) and
-/// the task's [`ScheduledHandle`](crate::executors::ScheduledHandle): one allocation holds the
-/// closure, the state and the outcome.
+/// One delayed or periodic task. Shared (`Arc`) by the timer wheel (or the worker's due list)
+/// and the task's [`ScheduledHandle`](crate::executors::ScheduledHandle): one allocation holds
+/// the closure, the state and the outcome.
 ///
-/// The entry's lock is a leaf: nothing else is locked while it is held, and no user code runs
-/// under it (closures run, and are dropped, after it is released).
+/// # Who owns the cells
+///
+/// `job` and `outcome` are plain cells; the state word says who may touch them, so neither a
+/// cancel nor a fire takes a lock:
+///
+/// - `job`: the closure sits there while the entry is `SCHEDULED`. Whoever moves the entry out
+///   of `SCHEDULED` owns it: the worker's claim (`RUNNING`: it takes the closure and runs it,
+///   and a periodic one puts it back before its re-arm, `RUNNING -> SCHEDULED`, publishes it)
+///   or a cancel (which takes it and drops it). A periodic entry cancelled while it runs
+///   (`RUNNING -> CANCELLED`) leaves the closure with the worker, which drops it after the
+///   run. An entry never armed (its schedule was rejected) is its maker's alone.
+/// - `outcome`: written only by the worker while the entry is `RUNNING`, before the
+///   transition to `DONE` publishes it (`Release`); read only by the handle, after it saw
+///   `DONE` (`Acquire`) and set `TAKEN` (so at most once). A cancelled entry's outcome is
+///   `Cancelled` by its state alone: nothing is stored.
+///
+/// `waiters` (a leaf lock) and `done` serve only handles that wait: one that waits sets
+/// `WAITING` under the lock before it sleeps, and whoever makes the entry final sees the bit
+/// in the word its transition replaced and wakes it under the same lock, so no wake-up is
+/// lost and none is made when nobody waits. No user code runs under the lock (the waker is
+/// woken after it).
 pub(crate) struct TimerEntry<J: TimerJob> {
     header: EntryHeader,
-    body: Mutex<Body<J>>,
+    /// The closure (see the ownership rules above).
+    job: UnsafeCell<Option<J>>,
+    /// The value or the panic of a run that made the entry `DONE`.
+    outcome: UnsafeCell<Option<Result<J::Output, TaskError>>>,
+    /// The waker of the handle's last `Pending` poll, woken with the outcome.
+    waiters: Mutex<Option<Waker>>,
     /// `join` waits here for the outcome.
     done: Condvar,
 }
+
+// SAFETY: the cells are never accessed concurrently: the state word (compare-and-swap
+// transitions with acquire/release ordering) gives each access to `job` and `outcome` to one
+// thread at a time, as the type's documentation sets out, and whoever takes a value out of a
+// cell may be another thread than the one that put it in: hence `J: Send` and
+// `J::Output: Send` (both required by `TimerJob`). No `&J` or `&J::Output` is ever shared
+// between threads, so neither needs `Sync`.
+#[allow(unsafe_code)]
+unsafe impl<J: TimerJob> Sync for TimerEntry<J> {}
 
 impl<J: TimerJob> TimerEntry<J> {
     pub(crate) fn new(job: J) -> Self {
         Self {
             header: EntryHeader::new(),
-            body: Mutex::new(Body {
-                job: Some(job),
-                outcome: None,
-                outcome_taken: false,
-                waker: None,
-            }),
+            job: UnsafeCell::new(Some(job)),
+            outcome: UnsafeCell::new(None),
+            waiters: Mutex::new(None),
             done: Condvar::new(),
         }
     }
 
     /// Takes the closure back out of an entry that was never armed (its schedule was rejected).
     pub(crate) fn take_job(&self) -> Option<J> {
-        self.body.lock().job.take()
+        // SAFETY: the entry was never armed, so no other thread has seen it: its maker owns
+        // the cell.
+        #[allow(unsafe_code)]
+        self.job.with_mut(|job| unsafe { (*job).take() })
     }
 
-    /// Stores the outcome unless one is there already, and wakes `join` and an awaiting
-    /// handle.
-    fn complete(&self, outcome: Result<J::Output, TaskError>) {
-        let waker = {
-            let mut body = self.body.lock();
-            if body.outcome.is_none() && !body.outcome_taken {
-                body.outcome = Some(outcome);
+    /// Takes the closure out of its cell. The caller owns the cell (see the type's docs): the
+    /// worker after its claim, or the canceller of a waiting entry.
+    #[allow(unsafe_code)]
+    fn take_owned_job(&self) -> Option<J> {
+        // SAFETY: the caller owns `job` by the state it moved the entry to (documented at each
+        // call); nobody else touches it until the state moves on again.
+        self.job.with_mut(|job| unsafe { (*job).take() })
+    }
+
+    /// Stores the outcome of the run that is about to make the entry `DONE`, and makes it
+    /// `DONE` (waking a waiting handle). Returns whether it did: a periodic entry cancelled
+    /// during its run stays `CANCELLED` (its stored outcome is then never read). Worker only,
+    /// in `RUNNING`.
+    fn complete(&self, outcome: Result<J::Output, TaskError>) -> bool {
+        // SAFETY: the worker owns `outcome` while the entry is `RUNNING` (this call's
+        // precondition); the handle reads it only after the transition below publishes it.
+        #[allow(unsafe_code)]
+        self.outcome
+            .with_mut(|slot| unsafe { *slot = Some(outcome) });
+        match self.header.transition(RUNNING, DONE) {
+            Some(replaced) => {
+                self.wake_waiters(replaced);
+                true
             }
-            body.waker.take()
-        };
-        self.notify(waker);
+            None => false,
+        }
     }
 
-    /// Wakes `join` and, outside the lock (it is user code), an awaiting handle's waker.
-    fn notify(&self, waker: Option<Waker>) {
-        self.done.notify_all();
+    /// After the transition that made the entry final replaced `replaced`: wakes the handle's
+    /// `join` and its waker if it was waiting.
+    fn wake_waiters(&self, replaced: u8) {
+        if replaced & WAITING == 0 {
+            return;
+        }
+        let waker = {
+            let mut waiters = self.waiters.lock();
+            self.done.notify_all();
+            waiters.take()
+        };
         if let Some(waker) = waker {
             waker.wake();
         }
+    }
+
+    /// Takes the outcome of an entry seen final. The `TAKEN` bit makes this the only take.
+    ///
+    /// # Panics
+    ///
+    /// If the outcome was taken already (a handle polled again after `Ready`).
+    fn take_outcome(&self) -> Result<J::Output, TaskError> {
+        let word = self.header.state.fetch_or(TAKEN, Ordering::AcqRel);
+        assert!(
+            word & TAKEN == 0,
+            "a scheduled handle polled after it returned Ready"
+        );
+        match word & STATE_MASK {
+            CANCELLED => Err(TaskError::Cancelled),
+            DONE => {
+                // SAFETY: `DONE` was published (release) after the worker's last write of
+                // `outcome` and read here (acquire); nobody writes it after `DONE`, and the
+                // `TAKEN` bit just set makes this the only read.
+                #[allow(unsafe_code)]
+                let outcome = self.outcome.with_mut(|slot| unsafe { (*slot).take() });
+                outcome.expect("a done entry holds its outcome")
+            }
+            _ => unreachable!("the outcome is taken only once the entry is final"),
+        }
+    }
+
+    /// Sets `WAITING` (the caller holds `waiters`); returns whether the entry is final, in
+    /// which case nobody will wake the caller and it must not wait.
+    fn announce_waiting(&self) -> bool {
+        is_final(self.header.state.fetch_or(WAITING, Ordering::AcqRel))
     }
 
     /// The `Future::poll` of the entry's handle: takes the outcome if it is there, else
@@ -265,45 +382,37 @@ impl<J: TimerJob> TimerEntry<J> {
     ///
     /// If the outcome was taken already (polled again after `Ready`).
     fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<J::Output, TaskError>> {
-        let mut body = self.body.lock();
-        assert!(
-            !body.outcome_taken,
-            "a scheduled handle polled after it returned Ready"
-        );
-        match body.outcome.take() {
-            Some(outcome) => {
-                body.outcome_taken = true;
-                Poll::Ready(outcome)
+        if !is_final(self.header.state.load(Ordering::Acquire)) {
+            let mut waiters = self.waiters.lock();
+            match &*waiters {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => *waiters = Some(cx.waker().clone()),
             }
-            None => {
-                match &body.waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => body.waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
+            if !self.announce_waiting() {
+                return Poll::Pending;
             }
         }
+        Poll::Ready(self.take_outcome())
     }
 
     /// Waits for the outcome until `deadline` (`None`: no limit) and takes it.
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<J::Output, TaskError>> {
-        let mut body = self.body.lock();
-        loop {
-            if let Some(outcome) = body.outcome.take() {
-                body.outcome_taken = true;
-                return Some(outcome);
-            }
-            match deadline {
-                None => body = self.done.wait(body),
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return None;
+        if !is_final(self.header.state.load(Ordering::Acquire)) {
+            let mut waiters = self.waiters.lock();
+            while !self.announce_waiting() {
+                match deadline {
+                    None => waiters = self.done.wait(waiters),
+                    Some(deadline) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return None;
+                        }
+                        waiters = self.done.wait_timeout(waiters, left).0;
                     }
-                    body = self.done.wait_timeout(body, left).0;
                 }
             }
         }
+        Some(self.take_outcome())
     }
 }
 
@@ -332,19 +441,25 @@ pub(crate) trait Timer: Send + Sync + 'static {
     /// [`Fired::Skipped`]).
     ///
     /// Returns [`Fired::Again`] when a periodic entry ran without panicking and should run
-    /// again: its state is still `RUNNING` and the caller must re-arm it (`try_rearm` + heap
-    /// push) or cancel it. A panicking periodic run completes the entry with the panic and
+    /// again: its state is still `RUNNING`, its closure back in place, and the caller must
+    /// re-arm it (`try_rearm` + heap push) or cancel it and [`discard_job`](Self::discard_job). A panicking periodic run completes the entry with the panic and
     /// returns [`Fired::Panicked`]: it stops repeating.
     fn fire(&self) -> Fired;
 
-    /// After a successful [`EntryHeader::try_cancel`]: drops the closure (unless it is running,
-    /// in which case the worker drops it after the run) and completes the handle with
-    /// [`TaskError::Cancelled`]. Call without holding the queue lock: dropping the closure runs
-    /// user code.
-    fn finish_cancel(&self);
+    /// After a won [`EntryHeader::try_cancel`]: drops the closure if the cancel owns it (the
+    /// worker drops a running periodic entry's after the run) and wakes a waiting handle,
+    /// which reports [`TaskError::Cancelled`]. Call without holding the queue lock: dropping
+    /// the closure runs user code.
+    fn finish_cancel(&self, cancellation: Cancellation);
+
+    /// Drops the closure of a periodic entry whose run just ended and that will not run again
+    /// (cancelled during the run, or stopped by a shutdown). Worker only: it owns the closure
+    /// of an entry it claimed until a re-arm hands it back.
+    fn discard_job(&self);
 
     /// For a periodic entry that just ran: its next deadline (fixed rate: the previous deadline
-    /// plus the period; fixed delay: `now` plus the delay), which it also records.
+    /// plus the period; fixed delay: `now` plus the delay), which it also records. Worker
+    /// only, before the re-arm.
     fn next_deadline(&self, now: Instant) -> Instant;
 }
 
@@ -361,38 +476,36 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
         if !self.header.try_start() {
             return Fired::Skipped;
         }
-        let job = self.body.lock().job.take();
-        let Some(job) = job else {
-            // Unreachable: a SCHEDULED entry holds its closure, and only the claim takes it.
+        // The claim makes the worker the closure's owner.
+        let Some(job) = self.take_owned_job() else {
+            // Unreachable: a SCHEDULED entry holds its closure, and only its owner takes it.
             debug_assert!(false, "a claimed entry had no closure");
             return Fired::Skipped;
         };
         let (outcome, again) = job.run_once();
         match outcome {
             Ok(value) if !J::PERIODIC => {
-                let _ = self.header.transition(RUNNING, DONE);
-                self.complete(Ok(value));
+                let completed = self.complete(Ok(value));
+                debug_assert!(
+                    completed,
+                    "only a periodic entry is cancelled while it runs"
+                );
                 Fired::Done
             }
             Ok(_) => {
-                // Put the closure back unless a cancel came in during the run; a cancel after
-                // this point finds it in the body and drops it.
-                let stale = {
-                    let mut body = self.body.lock();
-                    if self.header.state() == CANCELLED {
-                        again
-                    } else {
-                        body.job = again;
-                        None
-                    }
-                };
-                let rearm = stale.is_none();
-                drop(stale);
-                if rearm {
-                    Fired::Again
-                } else {
-                    Fired::Done
+                if self.header.state() == CANCELLED {
+                    // Cancelled during the run: the closure stayed with the worker.
+                    drop(again);
+                    return Fired::Done;
                 }
+                // Put the closure back for the re-arm (still the worker's until the re-arm's
+                // `RUNNING -> SCHEDULED`; a cancel that comes first leaves it to the worker,
+                // which then drops it: `discard_job`).
+                // SAFETY: the worker owns `job` while the entry is `RUNNING` or was cancelled
+                // from `RUNNING` (see the type's docs).
+                #[allow(unsafe_code)]
+                self.job.with_mut(|job| unsafe { *job = again });
+                Fired::Again
             }
             Err(payload) => {
                 if J::PERIODIC {
@@ -403,35 +516,36 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                     );
                 }
                 drop(again);
-                if self.header.transition(RUNNING, DONE) {
-                    self.complete(Err(TaskError::panicked(payload)));
-                }
+                // A periodic entry cancelled during the run stays cancelled.
+                self.complete(Err(TaskError::panicked(payload)));
                 Fired::Panicked
             }
         }
     }
 
-    fn finish_cancel(&self) {
-        let (job, waker) = {
-            let mut body = self.body.lock();
-            if body.outcome.is_none() && !body.outcome_taken {
-                body.outcome = Some(Err(TaskError::Cancelled));
-            }
-            (body.job.take(), body.waker.take())
+    fn finish_cancel(&self, cancellation: Cancellation) {
+        // The cancel's own transition made the entry final; its `WAITING` bit is in the word
+        // now (bits are never cleared), so a handle that announced itself before is woken.
+        let job = if cancellation.owns_job {
+            // A cancel from `SCHEDULED` owns the closure (see the type's docs).
+            self.take_owned_job()
+        } else {
+            None
         };
-        self.notify(waker);
+        self.wake_waiters(self.header.state.load(Ordering::Acquire));
         drop(job);
     }
 
+    fn discard_job(&self) {
+        drop(self.take_owned_job());
+    }
+
     fn next_deadline(&self, now: Instant) -> Instant {
-        // The job is back in the body: the worker re-arms (under the queue lock, which a cancel
-        // also takes) only after putting it back. A job taken by a cancel meanwhile leaves the
-        // entry cancelled, and its deadline unused.
-        self.body
-            .lock()
-            .job
-            .as_mut()
-            .map_or(now, |job| job.next_deadline(now))
+        // SAFETY: worker only, while it owns the closure: `RUNNING`, or cancelled from
+        // `RUNNING` (the caller's contract).
+        #[allow(unsafe_code)]
+        self.job
+            .with_mut(|job| unsafe { (*job).as_mut() }.map_or(now, |job| job.next_deadline(now)))
     }
 }
 

@@ -9,7 +9,9 @@ use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
-use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_entry::{
+    Cancellation, Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP,
+};
 use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::idle_spin;
@@ -57,8 +59,36 @@ pub struct Timers {
 
 /// Timers taken out under the queue lock — periodic timers cancelled at shutdown, or the
 /// leftovers of a dropped core — to finish (drop their closures) without it.
+/// Each with its won cancel, or `None` for a leftover still to cancel.
 #[derive(Default)]
-pub struct Detached(Vec<std::sync::Arc<dyn Timer>>);
+pub struct Detached(Vec<(std::sync::Arc<dyn Timer>, Option<Cancellation>)>);
+
+impl Detached {
+    /// Cancels `entries`, armed (so `SCHEDULED`), under the queue lock.
+    fn cancel_armed(entries: Vec<std::sync::Arc<dyn Timer>>) -> Self {
+        let cancelled = entries
+            .into_iter()
+            .map(|entry| {
+                let cancellation = entry.header().try_cancel(true);
+                debug_assert!(cancellation.is_some(), "an armed entry is SCHEDULED");
+                (entry, cancellation)
+            })
+            .collect();
+        Self(cancelled)
+    }
+
+    /// Without the queue lock: finishes each cancel (or cancels a leftover), dropping the
+    /// closures. Each is user code, guarded so one panicking capture neither leaves the other
+    /// handles waiting nor unwinds out of a `Drop` that called this.
+    fn finish(self, lifecycle: &WorkerLifecycle) {
+        for (entry, cancellation) in self.0 {
+            lifecycle.guarded(|| match cancellation {
+                Some(cancellation) => entry.finish_cancel(cancellation),
+                None => cancel_detached(&*entry),
+            });
+        }
+    }
+}
 
 /// A one-shot timer handed back by `shutdown_now`, as a [`Task`](crate::executors::Task).
 ///
@@ -89,8 +119,8 @@ impl Drop for Fire {
 
 /// Cancels an entry that is not in the wheel (due, or handed back by `shutdown_now`).
 pub(crate) fn cancel_detached(entry: &dyn Timer) {
-    if entry.header().try_cancel(entry.is_periodic()) {
-        entry.finish_cancel();
+    if let Some(cancellation) = entry.header().try_cancel(entry.is_periodic()) {
+        entry.finish_cancel(cancellation);
     }
 }
 
@@ -342,12 +372,8 @@ impl BetweenBatches for Timers {
                 }
             }
         }
-        for entry in &periodic {
-            let cancelled = entry.header().try_cancel(true);
-            debug_assert!(cancelled, "an armed entry is SCHEDULED");
-        }
         EventCounters::add_under_queue_lock(&core.events.cancelled, periodic.len());
-        Detached(periodic)
+        Detached::cancel_armed(periodic)
     }
 
     /// One-shot timers come back as tasks that fire them (after the immediate tasks: those
@@ -363,8 +389,6 @@ impl BetweenBatches for Timers {
         for entry in timers {
             entry.header().set_heap_index(NOT_IN_HEAP);
             if entry.is_periodic() {
-                let cancelled = entry.header().try_cancel(true);
-                debug_assert!(cancelled, "an armed entry is SCHEDULED");
                 periodic.push(entry);
             } else {
                 taken.push(RawTask::new(Fire {
@@ -374,26 +398,25 @@ impl BetweenBatches for Timers {
             }
         }
         EventCounters::add_under_queue_lock(&core.events.cancelled, periodic.len());
-        Detached(periodic)
+        Detached::cancel_armed(periodic)
     }
 
     fn finish_cancelled(lifecycle: &WorkerLifecycle, periodic: Detached) {
-        for entry in periodic.0 {
-            // Drops the closure: user code, guarded so one panicking capture neither leaves
-            // the other handles waiting nor unwinds out of a `Drop` that called this.
-            lifecycle.guarded(|| entry.finish_cancel());
-        }
+        periodic.finish(lifecycle);
     }
 
     /// Leftover timers are unreachable in a correct run (the worker exits only once the wheel
     /// is empty, and `shutdown_now` empties it), but a handle must never wait forever.
     fn take_leftovers(&self, wheel: &mut TimerWheel) -> Self::Detached {
-        Detached(self.take_all(wheel))
+        Detached(
+            self.take_all(wheel)
+                .into_iter()
+                .map(|entry| (entry, None))
+                .collect(),
+        )
     }
 
     fn cancel_leftovers(lifecycle: &WorkerLifecycle, leftovers: Detached) {
-        for entry in leftovers.0 {
-            lifecycle.guarded(|| cancel_detached(&*entry));
-        }
+        leftovers.finish(lifecycle);
     }
 }
