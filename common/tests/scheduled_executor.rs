@@ -492,6 +492,105 @@ fn zero_delay_timers_fire_in_arming_order() {
     assert_eq!(executor.pending_tasks(), 0);
 }
 
+/// Zero-delay timers wait in the wheel's lane while the worker is busy; a cancel takes one out
+/// of it at once (closure dropped, no longer pending) and the others keep their order.
+#[test]
+fn a_zero_delay_timer_cancelled_while_the_worker_is_busy_leaves_at_once() {
+    let executor = executor("zero-delay-cancel");
+    let release = block_worker(&executor);
+    let order = RunOrder::default();
+    let drops = DropCounter::new();
+    let first = executor
+        .schedule(Duration::ZERO, order.entry("first"))
+        .unwrap();
+    let token = drops.token();
+    let cancelled = executor
+        .schedule(Duration::ZERO, move || drop(token))
+        .unwrap();
+    let last = executor
+        .schedule(Duration::ZERO, order.entry("last"))
+        .unwrap();
+    assert_eq!(executor.armed_timers(), 3);
+    assert!(cancelled.cancel());
+    assert_eq!(drops.drops(), 1, "the closure is dropped during cancel");
+    assert_eq!(executor.armed_timers(), 2);
+    assert_eq!(
+        executor.pending_tasks(),
+        2,
+        "the two timers left (the blocking task runs)"
+    );
+    release.send(()).unwrap();
+    first.join().unwrap();
+    last.join().unwrap();
+    assert!(matches!(cancelled.join(), Err(TaskError::Cancelled)));
+    assert_eq!(order.names(), ["first", "last"]);
+    assert_eq!(executor.pending_tasks(), 0);
+}
+
+/// Several threads arm zero and short delays at once (so zero-delay timers take the lane, and
+/// a timer due before the lane's last moves it into the wheel's levels): every timer runs once,
+/// and never after a timer whose deadline was later. Each closure knows its deadline only
+/// within the interval around its `schedule` call, so the check is: for consecutive runs a, b,
+/// not (b's latest possible deadline < a's earliest possible deadline).
+#[test]
+fn timers_armed_from_racing_threads_with_zero_and_short_delays_fire_in_deadline_order() {
+    let executor = executor("racing-delays");
+    let threads = 4;
+    let per_thread = if cfg!(miri) { 40 } else { 2_000 };
+    let ran = Arc::new(Mutex::new(Vec::with_capacity(threads * per_thread)));
+    let barrier = Arc::new(Barrier::new(threads));
+    let producers: Vec<_> = (0..threads)
+        .map(|thread_index| {
+            let (executor, ran, barrier) =
+                (executor.clone(), Arc::clone(&ran), Arc::clone(&barrier));
+            thread::spawn(move || {
+                barrier.wait();
+                let mut armed = Vec::with_capacity(per_thread);
+                for i in 0..per_thread {
+                    // Two in three due at once, the rest 1-20 us ahead.
+                    let delay = match (i + thread_index) % 3 {
+                        0 => Duration::from_micros(1 + (i % 20) as u64),
+                        _ => Duration::ZERO,
+                    };
+                    let id = thread_index * per_thread + i;
+                    let ran = Arc::clone(&ran);
+                    let earliest = Instant::now() + delay;
+                    let handle = executor
+                        .schedule(delay, move || ran.lock().unwrap().push(id))
+                        .unwrap();
+                    let latest = Instant::now() + delay;
+                    armed.push((id, earliest, latest, handle));
+                }
+                armed
+            })
+        })
+        .collect();
+    let mut bounds = vec![None; threads * per_thread];
+    let mut handles = Vec::new();
+    for producer in producers {
+        for (id, earliest, latest, handle) in producer.join().unwrap() {
+            bounds[id] = Some((earliest, latest));
+            handles.push(handle);
+        }
+    }
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let ran = ran.lock().unwrap();
+    assert_eq!(ran.len(), threads * per_thread, "every timer ran once");
+    for pair in ran.windows(2) {
+        let (a_earliest, _) = bounds[pair[0]].expect("armed");
+        let (_, b_latest) = bounds[pair[1]].expect("armed");
+        assert!(
+            b_latest >= a_earliest,
+            "timer {} ran after timer {}, whose deadline was later",
+            pair[1],
+            pair[0]
+        );
+    }
+    assert_eq!(executor.pending_tasks(), 0);
+}
+
 #[test]
 fn a_delay_too_large_to_represent_is_accepted_and_never_fires() {
     let executor = executor("huge-delay");

@@ -25,12 +25,23 @@ impl Drop for Token {
     }
 }
 
-/// What `ScheduledExecutor::arm` does, on a core whose worker the model drives.
+/// What `ScheduledExecutor::arm` does for a zero delay (the timer takes the wheel's lane), on
+/// a core whose worker the model drives.
 fn arm<J: TimerJob>(core: &Arc<ScheduledCore>, job: J) -> Option<ScheduledHandle<J::Output>> {
+    arm_via(core, job, true)
+}
+
+/// As [`arm`], choosing the path: `due_now` false files the (due) timer in the wheel's levels,
+/// as a timer armed with a delay that has since passed is.
+fn arm_via<J: TimerJob>(
+    core: &Arc<ScheduledCore>,
+    job: J,
+    due_now: bool,
+) -> Option<ScheduledHandle<J::Output>> {
     let deadline = Instant::now();
     let entry = std::sync::Arc::new(TimerEntry::new(job));
     let timer: std::sync::Arc<dyn Timer> = entry.clone();
-    ScheduledCore::arm(core, deadline, timer).ok()?;
+    ScheduledCore::arm(core, deadline, due_now, timer).ok()?;
     let entry: std::sync::Arc<dyn EntryOutcome<J::Output>> = entry;
     Some(ScheduledHandle::new(entry, Arc::clone(core)))
 }
@@ -43,13 +54,23 @@ fn counting_job(ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) -> impl FnOn
     }
 }
 
+/// In the wheel's lane (a zero delay) and in its levels.
 #[test]
 fn loom_cancel_racing_the_fire_of_a_due_timer_is_exactly_one_of_them() {
-    loom::model(|| {
+    cancel_racing_the_fire_of_a_due_timer(true);
+}
+
+#[test]
+fn loom_cancel_racing_the_fire_of_a_due_timer_in_the_levels_is_exactly_one_of_them() {
+    cancel_racing_the_fire_of_a_due_timer(false);
+}
+
+fn cancel_racing_the_fire_of_a_due_timer(due_now: bool) {
+    loom::model(move || {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
-        let handle = arm(&core, Once(counting_job(&ran, &dropped))).unwrap();
+        let handle = arm_via(&core, Once(counting_job(&ran, &dropped)), due_now).unwrap();
         let worker = {
             let core = Arc::clone(&core);
             thread::spawn(move || {

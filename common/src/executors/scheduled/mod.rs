@@ -9,6 +9,9 @@
 //!   re-arm, fire.
 //! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel over an
 //!   indexed slab whose entries know their slot, so `cancel` unlinks and frees an entry in O(1).
+//! - `DueNowLane` (`due_now_lane.rs`): beside the wheel's levels, the timers that were due
+//!   when armed, in firing order (a `schedule(Duration::ZERO, ..)` stream costs the worker one
+//!   append per pass).
 //! - `TimerEntry` (`timer_entry.rs`): one delayed or periodic task, its state machine and its
 //!   outcome.
 //! - [`ScheduledHandle`] (`scheduled_handle.rs`): cancel, poll or join a scheduled task.
@@ -16,6 +19,7 @@
 //! The design (why a wheel, what a cancel costs, the lock order, the cancel-vs-fire protocol)
 //! is described in `README.md` beside this file.
 
+mod due_now_lane;
 mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;

@@ -18,15 +18,22 @@ impl ScheduledCore {
     /// # Errors
     ///
     /// The reason: shut down, or the worker thread could not be started.
+    /// `due_now`: the deadline is the clock the caller read to make it (a zero delay), so the
+    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`).
     pub(crate) fn arm(
         this: &Arc<Self>,
         deadline: Instant,
+        due_now: bool,
         entry: std::sync::Arc<dyn Timer>,
     ) -> Result<(), RejectReason> {
         let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(1))?;
-        let earliest = queue.between.push(deadline, entry);
+        let earliest = if due_now {
+            queue.between.push_due(deadline, entry)
+        } else {
+            queue.between.push(deadline, entry)
+        };
         this.queue.count_submitted(&mut queue, 1);
-        this.between.armed.store(true, Ordering::Relaxed);
+        this.between.note_armed();
         if earliest {
             this.between.set_next_due(deadline);
         }
@@ -53,11 +60,14 @@ impl ScheduledCore {
         let removed = match entry.header().heap_index() {
             NOT_IN_HEAP => None, // claimed by the worker, or handed back by `shutdown_now`
             IN_DUE_LIST => {
-                // The worker may have claimed it since: look under the due list's lock.
-                let mut due = self.between.due.lock();
+                // In the wheel's lane, or moved to the worker's due list, which the worker may
+                // have claimed it from since: look under the due list's lock.
                 let header: *const _ = entry.header();
-                let position = due.iter().position(|d| std::ptr::eq(d.header(), header));
-                position.and_then(|position| due.remove(position))
+                queue.between.remove_from_lane(header).or_else(|| {
+                    let mut due = self.between.due.lock();
+                    let position = due.iter().position(|d| std::ptr::eq(d.header(), header));
+                    position.and_then(|position| due.remove(position))
+                })
             }
             index => Some(queue.between.remove(index)),
         };

@@ -119,7 +119,7 @@ impl ScheduledExecutor {
         R: Send + 'static,
     {
         let deadline = add_saturating(Instant::now(), delay);
-        self.arm(Once(f), deadline)
+        self.arm(Once(f), deadline, delay.is_zero())
             .map_err(|rejected| unwrap_rejected(rejected, |Once(f)| f))
     }
 
@@ -147,7 +147,7 @@ impl ScheduledExecutor {
         assert!(!period.is_zero(), "a fixed-rate period must not be zero");
         let deadline = add_saturating(Instant::now(), initial_delay);
         let job = Repeating::new(f, deadline, Period::FixedRate(period));
-        self.arm(job, deadline)
+        self.arm(job, deadline, initial_delay.is_zero())
             .map_err(|rejected| unwrap_rejected(rejected, |job| job.f))
     }
 
@@ -173,18 +173,20 @@ impl ScheduledExecutor {
         assert!(!delay.is_zero(), "a fixed delay must not be zero");
         let deadline = add_saturating(Instant::now(), initial_delay);
         let job = Repeating::new(f, deadline, Period::FixedDelay(delay));
-        self.arm(job, deadline)
+        self.arm(job, deadline, initial_delay.is_zero())
             .map_err(|rejected| unwrap_rejected(rejected, |job| job.f))
     }
 
+    /// `due_now`: the delay was zero (the deadline is the clock just read).
     fn arm<J: TimerJob>(
         &self,
         job: J,
         deadline: Instant,
+        due_now: bool,
     ) -> Result<ScheduledHandle<J::Output>, RejectedExecution<J>> {
         let entry = Arc::new(TimerEntry::new(job));
         let timer: Arc<dyn Timer> = entry.clone();
-        match ScheduledCore::arm(self.core(), deadline, timer) {
+        match ScheduledCore::arm(self.core(), deadline, due_now, timer) {
             Ok(()) => {
                 let entry: Arc<dyn EntryOutcome<J::Output>> = entry;
                 Ok(ScheduledHandle::new(entry, CoreArc::clone(self.core())))

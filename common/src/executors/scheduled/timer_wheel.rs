@@ -25,10 +25,18 @@
 //! rewriting their headers in place, O(len), amortised over the removals that made it
 //! sparse); an empty slab above 64 slots shrinks to 64, and the idle trim frees an empty one.
 //!
+//! Beside the levels, a [`DueNowLane`] holds the timers that were due when armed and fall due
+//! before every timer in the levels, in firing order (see `due_now_lane.rs`): the wheel pops it
+//! first, and moves it into the levels on the rare arm that would break that order.
+//!
 //! Not thread-safe: the executor keeps it under its queue lock.
 
 use crate::collections::ring::MIN_TRIM_CAPACITY;
-use crate::executors::scheduled::timer_entry::{add_saturating, Timer, NOT_IN_HEAP};
+use crate::executors::scheduled::due_now_lane::{DueNowLane, LaneTimer};
+use crate::executors::scheduled::timer_entry::{
+    add_saturating, EntryHeader, Timer, IN_DUE_LIST, NOT_IN_HEAP,
+};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,8 +100,10 @@ pub struct TimerWheel {
     nodes: Vec<Node>,
     /// The free slab slots, linked through `next`.
     free: usize,
-    /// Armed timers.
+    /// Armed timers in the levels (the slab's live nodes).
     len: usize,
+    /// The due-when-armed timers that fire before every timer in the levels.
+    lane: DueNowLane,
     levels: Option<Box<Levels>>,
     /// The tick the wheel was last advanced to: every timer due at or before it has popped.
     elapsed: u64,
@@ -131,6 +141,7 @@ impl TimerWheel {
             nodes: Vec::new(),
             free: NIL,
             len: 0,
+            lane: DueNowLane::default(),
             levels: None,
             elapsed: 0,
             origin: Instant::now(),
@@ -140,16 +151,16 @@ impl TimerWheel {
 
     /// Number of armed timers.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.len + self.lane.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == 0 && self.lane.is_empty()
     }
 
-    /// Slab slots allocated now.
+    /// Timer slots allocated now: the slab's and the lane's.
     pub(crate) fn capacity(&self) -> usize {
-        self.nodes.capacity()
+        self.nodes.capacity() + self.lane.capacity()
     }
 
     /// Nanoseconds from the origin to `instant` (0 before it; clamped far in the future).
@@ -175,6 +186,14 @@ impl TimerWheel {
     /// [`peek_deadline`](Self::peek_deadline) in nanoseconds from the
     /// [`origin`](Self::origin).
     pub(crate) fn next_due_nanos(&self) -> Option<u64> {
+        self.lane
+            .first_deadline()
+            .or_else(|| self.levels_next_due_nanos())
+    }
+
+    /// [`next_due_nanos`](Self::next_due_nanos) of the levels alone: a lower bound of their
+    /// earliest deadline.
+    fn levels_next_due_nanos(&self) -> Option<u64> {
         let expiration = self.next_expiration()?;
         if expiration.level == 0 {
             let levels = self.levels.as_deref()?;
@@ -187,10 +206,56 @@ impl TimerWheel {
     /// may then have to wake up sooner than it planned). O(1).
     pub(crate) fn push(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
         let deadline = self.nanos(deadline);
-        let tick = (deadline >> TICK_SHIFT).max(self.elapsed);
         let before = self.next_due_nanos();
         let seq = self.next_seq;
         self.next_seq += 1;
+        if self
+            .lane
+            .last_deadline()
+            .is_some_and(|last| deadline < last)
+        {
+            // It must fire before some of the lane: the levels order them all from now on.
+            self.flush_lane();
+        }
+        self.insert(deadline, seq, entry);
+        before.map_or(true, |before| deadline < before)
+    }
+
+    /// Arms `entry`, which was due when it was armed (its deadline is at or before the moment
+    /// the caller read the clock): in the lane if that keeps its order (see `due_now_lane.rs`),
+    /// else as [`push`](Self::push) does. Returns whether it became the earliest timer. O(1).
+    pub(crate) fn push_due(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
+        let nanos = self.nanos(deadline);
+        let after_lane = self.lane.last_deadline().map_or(true, |last| nanos >= last);
+        let before_levels = self
+            .levels_next_due_nanos()
+            .map_or(true, |earliest| nanos < earliest);
+        if !(after_lane && before_levels) {
+            return self.push(deadline, entry);
+        }
+        let earliest = self.lane.is_empty();
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.lane.push(LaneTimer {
+            deadline: nanos,
+            seq,
+            entry,
+        });
+        earliest
+    }
+
+    /// Moves every timer of the lane into the levels, keeping its deadline and sequence.
+    fn flush_lane(&mut self) {
+        let lane: Vec<LaneTimer> = self.lane.drain().collect();
+        for timer in lane {
+            self.insert(timer.deadline, timer.seq, timer.entry);
+        }
+    }
+
+    /// Files `entry` in the levels under `(deadline, seq)`: a slab node, its header's index,
+    /// and its slot list.
+    fn insert(&mut self, deadline: u64, seq: u64, entry: Arc<dyn Timer>) {
+        let tick = (deadline >> TICK_SHIFT).max(self.elapsed);
         let node = Node {
             entry: None,
             deadline,
@@ -215,14 +280,50 @@ impl TimerWheel {
         self.nodes[index].entry = Some(entry);
         self.len += 1;
         self.link(index, tick);
-        before.map_or(true, |before| deadline < before)
     }
 
     /// Removes and returns the earliest timer if it is due at `now` (its deadline is at or
     /// before `now`), advancing the wheel (and cascading the slots it passes) as far as `now`.
-    /// O(1) amortised: a timer is cascaded at most once per level.
+    /// O(1) amortised: a timer is cascaded at most once per level. (The worker takes them all
+    /// at once with [`take_due_into`](Self::take_due_into); the tests one at a time.)
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Arc<dyn Timer>> {
         let now_nanos = self.nanos(now);
+        if let Some(timer) = self.lane.pop_due(now_nanos) {
+            timer.entry.header().set_heap_index(NOT_IN_HEAP);
+            return Some(timer.entry);
+        }
+        self.pop_levels_due(now_nanos)
+    }
+
+    /// Appends every timer due at `now` to `due`, in firing order, each marked `IN_DUE_LIST`:
+    /// the lane's first (already marked: the move touches no timer), then the levels'.
+    pub(crate) fn take_due_into(&mut self, now: Instant, due: &mut VecDeque<Arc<dyn Timer>>) {
+        let now_nanos = self.nanos(now);
+        while let Some(timer) = self.lane.pop_due(now_nanos) {
+            due.push_back(timer.entry);
+        }
+        self.lane.shrink_if_empty(SLAB_TRIM_FLOOR);
+        while let Some(entry) = self.pop_levels_due(now_nanos) {
+            entry.header().set_heap_index(IN_DUE_LIST);
+            due.push_back(entry);
+        }
+    }
+
+    /// Removes the timer whose header is `header` from the lane (a cancel of a timer marked
+    /// `IN_DUE_LIST`, which may instead be in the worker's due list). O(lane).
+    pub(crate) fn remove_from_lane(
+        &mut self,
+        header: *const EntryHeader,
+    ) -> Option<Arc<dyn Timer>> {
+        let removed = self.lane.remove(header)?;
+        removed.header().set_heap_index(NOT_IN_HEAP);
+        self.lane.shrink_if_empty(SLAB_TRIM_FLOOR);
+        Some(removed)
+    }
+
+    /// [`pop_due`](Self::pop_due) of the levels.
+    fn pop_levels_due(&mut self, now_nanos: u64) -> Option<Arc<dyn Timer>> {
         let now_tick = now_nanos >> TICK_SHIFT;
         loop {
             let Some(expiration) = self.next_expiration().filter(|e| e.tick <= now_tick) else {
@@ -260,6 +361,12 @@ impl TimerWheel {
 
     /// Removes every timer, earliest first.
     pub(crate) fn drain_in_order(&mut self) -> Vec<Arc<dyn Timer>> {
+        let mut drained: Vec<Arc<dyn Timer>> = self
+            .lane
+            .drain()
+            .map(|timer| timer.entry)
+            .inspect(|entry| entry.header().set_heap_index(NOT_IN_HEAP))
+            .collect();
         let mut nodes = std::mem::take(&mut self.nodes);
         nodes.retain(|node| node.entry.is_some());
         nodes.sort_unstable_by_key(Node::key);
@@ -268,11 +375,13 @@ impl TimerWheel {
         if let Some(levels) = &mut self.levels {
             levels.clear();
         }
-        nodes
-            .into_iter()
-            .filter_map(|node| node.entry)
-            .inspect(|entry| entry.header().set_heap_index(NOT_IN_HEAP))
-            .collect()
+        drained.extend(
+            nodes
+                .into_iter()
+                .filter_map(|node| node.entry)
+                .inspect(|entry| entry.header().set_heap_index(NOT_IN_HEAP)),
+        );
+        drained
     }
 
     /// Removes the timers for which `take` is true (keeping the others armed), in no
@@ -282,6 +391,7 @@ impl TimerWheel {
         mut take: impl FnMut(&dyn Timer) -> bool,
     ) -> Vec<Arc<dyn Timer>> {
         let mut taken = Vec::new();
+        self.lane.extract(&mut take, &mut taken);
         for index in 0..self.nodes.len() {
             if self.nodes[index].entry.as_deref().is_some_and(&mut take) {
                 taken.push(self.take(index));
@@ -294,10 +404,10 @@ impl TimerWheel {
     /// Frees the storage of an empty wheel (an idle worker's trim). Returns the slab slots
     /// freed.
     pub(crate) fn release_if_empty(&mut self) -> usize {
-        if self.len != 0 {
+        if !self.is_empty() {
             return 0;
         }
-        let freed = self.nodes.capacity();
+        let freed = self.nodes.capacity() + self.lane.shrink_if_empty(0);
         self.nodes = Vec::new();
         self.free = NIL;
         self.levels = None;
@@ -540,6 +650,25 @@ impl TimerWheel {
             }
         }
         assert_eq!(live, self.len);
+        // The lane: sorted, marked, and before every timer of the levels.
+        let mut last = None;
+        for timer in self.lane.iter() {
+            assert_eq!(timer.entry.header().heap_index(), IN_DUE_LIST);
+            assert!(
+                last <= Some((timer.deadline, timer.seq)),
+                "the lane is sorted"
+            );
+            last = Some((timer.deadline, timer.seq));
+        }
+        let levels_first = self
+            .nodes
+            .iter()
+            .filter(|node| node.entry.is_some())
+            .map(Node::key)
+            .min();
+        if let (Some(last), Some(first)) = (last, levels_first) {
+            assert!(last < first, "the lane fires before the levels");
+        }
     }
 }
 
@@ -959,5 +1088,190 @@ mod tests {
         assert!(wheel.release_if_empty() > 0);
         assert_eq!(wheel.capacity(), 0);
         assert!(wheel.peek_deadline().is_none());
+    }
+
+    // ---- the due-now lane ------------------------------------------------------------------
+
+    /// Pops everything due by `now`, one at a time, checking the wheel after each.
+    fn pop_all(wheel: &mut TimerWheel, now: Instant) -> Vec<Arc<dyn Timer>> {
+        let mut popped = Vec::new();
+        while let Some(entry) = wheel.pop_due(now) {
+            wheel.assert_consistent();
+            popped.push(entry);
+        }
+        popped
+    }
+
+    fn same(a: &Arc<dyn Timer>, b: &Arc<dyn Timer>) -> bool {
+        std::ptr::eq(a.header(), b.header())
+    }
+
+    #[test]
+    fn due_timers_take_the_lane_and_fire_before_the_levels_in_deadline_order() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let at = |micros: u64| base + Duration::from_micros(micros);
+        let later = entry();
+        assert!(
+            wheel.push(at(500), Arc::clone(&later)),
+            "the first timer is the earliest"
+        );
+        let lane: Vec<_> = (0..3).map(|_| entry()).collect();
+        for (i, timer) in lane.iter().enumerate() {
+            // Due when armed, before the levels' earliest: into the lane, in order.
+            let earliest = wheel.push_due(at(10 + i as u64), Arc::clone(timer));
+            assert_eq!(
+                earliest,
+                i == 0,
+                "only the first of the lane becomes the earliest"
+            );
+            assert_eq!(timer.header().heap_index(), IN_DUE_LIST);
+        }
+        wheel.assert_consistent();
+        assert_eq!(wheel.len(), 4);
+        assert_eq!(wheel.peek_deadline(), Some(at(10)));
+        let popped = pop_all(&mut wheel, at(1_000));
+        let expected: Vec<_> = lane.iter().chain([&later]).collect();
+        assert_eq!(popped.len(), expected.len());
+        for (popped, expected) in popped.iter().zip(expected) {
+            assert!(same(popped, expected));
+            assert_eq!(popped.header().heap_index(), NOT_IN_HEAP);
+        }
+        assert!(wheel.is_empty());
+    }
+
+    #[test]
+    fn a_due_timer_that_would_fire_after_a_timer_of_the_levels_is_filed_in_the_levels() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let at = |micros: u64| base + Duration::from_micros(micros);
+        let (first, second, third) = (entry(), entry(), entry());
+        wheel.push(at(100), Arc::clone(&second));
+        // Not before the levels' earliest: the lane would fire it too early.
+        assert!(!wheel.push_due(at(150), Arc::clone(&third)));
+        assert_ne!(
+            third.header().heap_index(),
+            IN_DUE_LIST,
+            "filed in the levels"
+        );
+        // Before it: the lane.
+        assert!(wheel.push_due(at(50), Arc::clone(&first)));
+        assert_eq!(first.header().heap_index(), IN_DUE_LIST);
+        wheel.assert_consistent();
+        let popped = pop_all(&mut wheel, at(1_000));
+        assert_eq!(popped.len(), 3);
+        assert!(same(&popped[0], &first) && same(&popped[1], &second) && same(&popped[2], &third));
+    }
+
+    /// Two producers that read the clock in one order and took the lock in the other, or a
+    /// periodic timer catching up: a timer due before the lane's last moves the lane into the
+    /// levels, which then order all of them.
+    #[test]
+    fn a_timer_due_before_the_lanes_last_moves_the_lane_into_the_levels() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let at = |micros: u64| base + Duration::from_micros(micros);
+        let timers: Vec<_> = (0..4).map(|_| entry()).collect();
+        wheel.push_due(at(10), Arc::clone(&timers[0]));
+        wheel.push_due(at(30), Arc::clone(&timers[2]));
+        // Due before the lane's last: neither into the lane (out of order) nor after it.
+        assert!(!wheel.push_due(at(20), Arc::clone(&timers[1])));
+        wheel.assert_consistent();
+        for timer in &timers[..3] {
+            assert_ne!(
+                timer.header().heap_index(),
+                IN_DUE_LIST,
+                "all in the levels"
+            );
+        }
+        // An equal deadline armed later fires later, wherever it is filed.
+        wheel.push(at(30), Arc::clone(&timers[3]));
+        wheel.assert_consistent();
+        let popped = pop_all(&mut wheel, at(1_000));
+        assert_eq!(popped.len(), 4);
+        for (popped, expected) in popped.iter().zip(&timers) {
+            assert!(same(popped, expected));
+        }
+    }
+
+    #[test]
+    fn a_timer_of_the_lane_is_removed_at_once_and_the_others_keep_their_order() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let timers: Vec<_> = (0..3).map(|_| counted(&drops)).collect();
+        for (i, timer) in timers.iter().enumerate() {
+            wheel.push_due(base + Duration::from_nanos(i as u64), Arc::clone(timer));
+        }
+        let removed = wheel
+            .remove_from_lane(timers[1].header())
+            .expect("in the lane");
+        assert!(same(&removed, &timers[1]));
+        assert_eq!(removed.header().heap_index(), NOT_IN_HEAP);
+        assert!(
+            wheel.remove_from_lane(timers[1].header()).is_none(),
+            "removed once"
+        );
+        drop(removed);
+        assert_eq!(wheel.len(), 2);
+        wheel.assert_consistent();
+        let popped = pop_all(&mut wheel, base + Duration::from_secs(1));
+        assert!(same(&popped[0], &timers[0]) && same(&popped[1], &timers[2]));
+        drop((popped, timers));
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            3,
+            "every closure dropped once"
+        );
+    }
+
+    /// The worker's take: the lane's timers move into the due list without their headers being
+    /// rewritten (they already read `IN_DUE_LIST`), then the levels' due timers, marked.
+    #[test]
+    fn take_due_into_appends_the_lane_then_the_levels_due_timers() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let at = |micros: u64| base + Duration::from_micros(micros);
+        let (lane, level, not_due) = (entry(), entry(), entry());
+        wheel.push(at(20), Arc::clone(&level));
+        wheel.push(at(5_000), Arc::clone(&not_due));
+        wheel.push_due(at(10), Arc::clone(&lane));
+        let mut due = VecDeque::new();
+        wheel.take_due_into(at(100), &mut due);
+        assert_eq!(due.len(), 2);
+        assert!(same(&due[0], &lane) && same(&due[1], &level));
+        assert!(due
+            .iter()
+            .all(|entry| entry.header().heap_index() == IN_DUE_LIST));
+        assert_eq!(wheel.len(), 1, "the timer not yet due stays");
+        wheel.assert_consistent();
+    }
+
+    #[test]
+    fn drain_extract_and_release_include_the_lane() {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let at = |micros: u64| base + Duration::from_micros(micros);
+        let (lane_first, lane_second, level) = (entry(), entry(), entry());
+        wheel.push(at(100), Arc::clone(&level));
+        wheel.push_due(at(1), Arc::clone(&lane_first));
+        wheel.push_due(at(2), Arc::clone(&lane_second));
+        let taken = wheel.extract(|timer| std::ptr::eq(timer.header(), lane_second.header()));
+        assert_eq!(taken.len(), 1);
+        assert_eq!(lane_second.header().heap_index(), NOT_IN_HEAP);
+        wheel.assert_consistent();
+        assert_eq!(wheel.release_if_empty(), 0, "not empty");
+        let drained = wheel.drain_in_order();
+        assert_eq!(drained.len(), 2);
+        assert!(same(&drained[0], &lane_first) && same(&drained[1], &level));
+        assert!(drained
+            .iter()
+            .all(|e| e.header().heap_index() == NOT_IN_HEAP));
+        assert!(wheel.is_empty());
+        assert!(
+            wheel.release_if_empty() > 0,
+            "the lane's and the slab's storage freed"
+        );
+        assert_eq!(wheel.capacity(), 0);
     }
 }

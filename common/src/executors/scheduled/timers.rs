@@ -9,9 +9,7 @@ use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
-use crate::executors::scheduled::timer_entry::{
-    Cancellation, Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP,
-};
+use crate::executors::scheduled::timer_entry::{Cancellation, Fired, Timer, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::idle_spin;
@@ -131,6 +129,16 @@ impl fmt::Debug for Timers {
 }
 
 impl Timers {
+    /// Sets the `armed` hint after a push. Caller holds the queue lock. Stored only when it was
+    /// clear: the worker reads the hint's line while it spins, and a store of an unchanged
+    /// value would still take the line from it on every arm.
+    #[inline]
+    pub(crate) fn note_armed(&self) {
+        if !self.armed.load(Ordering::Relaxed) {
+            self.armed.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Records that `deadline` is the earliest armed timer's. Caller holds the queue lock.
     pub(crate) fn set_next_due(&self, deadline: Instant) {
         self.next_due
@@ -159,13 +167,7 @@ impl Timers {
     /// Moves the timers due at `now` to the end of the due list (after any left there: they
     /// fell due earlier) and refreshes the `next_due` hint. Caller holds the queue lock.
     fn move_due_timers(&self, wheel: &mut TimerWheel, now: Instant) {
-        {
-            let mut due = self.due.lock();
-            while let Some(entry) = wheel.pop_due(now) {
-                entry.header().set_heap_index(IN_DUE_LIST);
-                due.push_back(entry);
-            }
-        }
+        wheel.take_due_into(now, &mut self.due.lock());
         self.due_pending.store(true, Ordering::Relaxed);
         self.refresh_next_due(wheel);
     }
@@ -314,14 +316,21 @@ impl BetweenBatches for Timers {
         true
     }
 
+    /// Only when a timer may be due now (`next_due` is never late): with timers armed but none
+    /// due, the worker spins on its own lines (`spin_for_work` watches `next_due` too) instead
+    /// of taking the producers' lock, which a `schedule(Duration::ZERO, ..)` stream's producer
+    /// takes for every timer.
     #[inline]
     fn look_first(&self) -> bool {
-        self.armed.load(Ordering::Relaxed)
+        self.armed.load(Ordering::Relaxed) && self.timer_due_hint()
     }
 
     #[inline]
     fn note_idle(&self, _wheel: &TimerWheel) {
-        self.armed.store(false, Ordering::Relaxed);
+        // Stored only when set, as in `note_armed`.
+        if self.armed.load(Ordering::Relaxed) {
+            self.armed.store(false, Ordering::Relaxed);
+        }
     }
 
     #[inline]
