@@ -20,6 +20,7 @@
 //! is described in `README.md` beside this file.
 
 mod due_now_lane;
+mod node_slab;
 mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;
