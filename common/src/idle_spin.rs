@@ -131,7 +131,7 @@ pub(crate) fn spin_for_work(mut ready: impl FnMut() -> bool, cap: Duration) -> b
 
 /// Whether this process may run on one CPU only (read once, then cached): there a spin can
 /// never win (whatever it waits for needs the spinner's core), so nothing spins.
-fn single_cpu() -> bool {
+pub(crate) fn single_cpu() -> bool {
     static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SINGLE.get_or_init(|| std::thread::available_parallelism().map_or(true, |n| n.get() == 1))
 }

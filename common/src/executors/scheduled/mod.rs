@@ -12,6 +12,8 @@
 //! - `DueNowLane` (`due_now_lane.rs`): beside the wheel's levels, the timers that were due
 //!   when armed, in firing order (a `schedule(Duration::ZERO, ..)` stream costs the worker one
 //!   append per pass).
+//! - `due_stream.rs`: whether the worker waits a moment for more zero-delay timers before it
+//!   takes the producers' lock (while they stream in).
 //! - `TimerEntry` (`timer_entry.rs`): one delayed or periodic task, its state machine and its
 //!   outcome.
 //! - [`ScheduledHandle`] (`scheduled_handle.rs`): cancel, poll or join a scheduled task.
@@ -20,6 +22,7 @@
 //! is described in `README.md` beside this file.
 
 mod due_now_lane;
+mod due_stream;
 mod node_slab;
 mod scheduled_core;
 mod scheduled_executor;

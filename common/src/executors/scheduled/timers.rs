@@ -9,6 +9,7 @@ use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
+use crate::executors::scheduled::due_stream;
 use crate::executors::scheduled::timer_entry::{Cancellation, Fired, Timer, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
@@ -154,8 +155,19 @@ impl Timers {
     /// Whether a timer may be due now (a lock-free hint, never late: see `next_due`).
     #[inline]
     fn timer_due_hint(&self) -> bool {
+        self.due_now().is_some()
+    }
+
+    /// The clock, if a timer may be due by it (the clock is read only when a timer is armed:
+    /// this runs between every two tasks).
+    #[inline]
+    fn due_now(&self) -> Option<Instant> {
         let next = self.next_due.load(Ordering::Relaxed);
-        next != u64::MAX && self.nanos_from_origin(Instant::now()) >= next
+        if next == u64::MAX {
+            return None;
+        }
+        let now = Instant::now();
+        (self.nanos_from_origin(now) >= next).then_some(now)
     }
 
     /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
@@ -167,7 +179,12 @@ impl Timers {
     /// Moves the timers due at `now` to the end of the due list (after any left there: they
     /// fell due earlier) and refreshes the `next_due` hint. Caller holds the queue lock.
     fn move_due_timers(&self, wheel: &mut TimerWheel, now: Instant) {
-        wheel.take_due_into(now, &mut self.due.lock());
+        {
+            let mut due = self.due.lock();
+            let before = due.len();
+            wheel.take_due_into(now, &mut due);
+            due_stream::record_take(now, due.len() - before);
+        }
         self.due_pending.store(true, Ordering::Relaxed);
         self.refresh_next_due(wheel);
     }
@@ -322,7 +339,15 @@ impl BetweenBatches for Timers {
     /// takes for every timer.
     #[inline]
     fn look_first(&self) -> bool {
-        self.armed.load(Ordering::Relaxed) && self.timer_due_hint()
+        if !self.armed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(now) = self.due_now() else {
+            return false;
+        };
+        // A stream of zero-delay timers: let a few gather before taking the lock.
+        due_stream::linger_if_streaming(now);
+        true
     }
 
     #[inline]
