@@ -9,17 +9,17 @@ use crate::executors::executor_counters::EventCounters;
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
 use crate::executors::scheduled::timers::{cancel_detached, ScheduledCore};
-use crate::sync::{Arc, Ordering};
+use crate::sync::Arc;
 use std::time::Instant;
 
 impl ScheduledCore {
     /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
+    /// `due_now`: the deadline is the clock the caller read to make it (a zero delay), so the
+    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`).
     ///
     /// # Errors
     ///
     /// The reason: shut down, or the worker thread could not be started.
-    /// `due_now`: the deadline is the clock the caller read to make it (a zero delay), so the
-    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`).
     pub(crate) fn arm(
         this: &Arc<Self>,
         deadline: Instant,
@@ -119,7 +119,7 @@ impl ScheduledCore {
         }
         // Java counts each run of a periodic task as a task: its next run is submitted.
         this.queue.count_submitted(&mut queue, 1);
-        this.between.armed.store(true, Ordering::Relaxed);
+        this.between.note_armed();
     }
 
     /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even

@@ -661,6 +661,22 @@ mod tests {
         Arc::new(TimerEntry::new(Once(move || drop(token))))
     }
 
+    /// A wheel with `count` timers armed `spacing` apart from a common base, in arming order.
+    fn armed_wheel(count: u64, spacing: Duration) -> (TimerWheel, Instant, Vec<Arc<dyn Timer>>) {
+        let mut wheel = TimerWheel::new();
+        let base = Instant::now();
+        let mut deadline = base;
+        let entries = (0..count)
+            .map(|_| {
+                let e = entry();
+                wheel.push(deadline, Arc::clone(&e));
+                deadline += spacing;
+                e
+            })
+            .collect();
+        (wheel, base, entries)
+    }
+
     /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
     fn xorshift(state: &mut u64) -> u64 {
         *state ^= *state << 13;
@@ -990,15 +1006,7 @@ mod tests {
     /// empty: no node moves (the survivors keep their slab indices).
     #[test]
     fn timers_leaving_in_order_free_whole_pages_without_moving_a_node() {
-        let mut wheel = TimerWheel::new();
-        let base = Instant::now();
-        let entries: Vec<_> = (0..4_096u64)
-            .map(|i| {
-                let e = entry();
-                wheel.push(base + Duration::from_micros(i * 37), Arc::clone(&e));
-                e
-            })
-            .collect();
+        let (mut wheel, base, entries) = armed_wheel(4_096, Duration::from_micros(37));
         assert_eq!(wheel.capacity(), 4_096);
         let survivors: Vec<usize> = entries[3_072..]
             .iter()
@@ -1025,15 +1033,7 @@ mod tests {
     /// past the live nodes are not made until needed).
     #[test]
     fn sparse_storage_shrinks_by_pulsars_rule() {
-        let mut wheel = TimerWheel::new();
-        let base = Instant::now();
-        let entries: Vec<_> = (0..4_096u64)
-            .map(|i| {
-                let e = entry();
-                wheel.push(base + Duration::from_micros(i * 37), Arc::clone(&e));
-                e
-            })
-            .collect();
+        let (mut wheel, base, entries) = armed_wheel(4_096, Duration::from_micros(37));
         assert_eq!(wheel.capacity(), 4_096);
         // Three of every four leave: 1,024 live (a quarter of 4,096), in every page.
         for (i, e) in entries.iter().enumerate() {
@@ -1053,15 +1053,7 @@ mod tests {
 
     #[test]
     fn a_slab_at_the_floor_is_not_compacted_until_it_is_empty_and_then_keeps_64_slots() {
-        let mut wheel = TimerWheel::new();
-        let base = Instant::now();
-        let entries: Vec<_> = (0..SLAB_TRIM_FLOOR as u64)
-            .map(|i| {
-                let e = entry();
-                wheel.push(base + Duration::from_micros(i), Arc::clone(&e));
-                e
-            })
-            .collect();
+        let (mut wheel, _, entries) = armed_wheel(SLAB_TRIM_FLOOR as u64, Duration::from_micros(1));
         assert_eq!(wheel.capacity(), SLAB_TRIM_FLOOR);
         for e in &entries[1..] {
             wheel.remove(e.header().heap_index());
