@@ -8,7 +8,8 @@
 //! - `scheduled_core.rs`: the scheduled executor's own operations on that core: arm, cancel,
 //!   re-arm, fire.
 //! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel over an
-//!   indexed slab whose entries know their slot, so `cancel` unlinks and frees an entry in O(1).
+//!   indexed, paged slab (`node_slab.rs`) whose entries know their slot, so `cancel` unlinks and
+//!   frees an entry in O(1).
 //! - `DueNowLane` (`due_now_lane.rs`): beside the wheel's levels, the timers that were due
 //!   when armed, in firing order (a `schedule(Duration::ZERO, ..)` stream costs the worker one
 //!   append per pass).

@@ -205,8 +205,9 @@ impl ScheduledExecutor {
         self.core().armed_timers()
     }
 
-    /// Slots the timer wheel's slab holds now: it shrinks by Pulsar's trim rule as timers leave, so a
-    /// burst of scheduled-then-cancelled timers gives its memory back.
+    /// Timer slots held now (the wheel's paged slab and its lane of due timers): a page is freed
+    /// as it empties and sparse storage is packed by Pulsar's trim rule, so a burst of
+    /// scheduled-then-cancelled timers gives its memory back.
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()
     }

@@ -1,4 +1,4 @@
-//! `TimerWheel`: the delay structure, a hierarchical timing wheel over an indexed slab, with
+//! `TimerWheel`: the delay structure, a hierarchical timing wheel over an indexed, paged slab, with
 //! O(1) arm and O(1) cancel.
 //!
 //! Time is counted in ticks of 1,024 ns since the wheel was made. Nine levels of 64 slots
