@@ -639,6 +639,10 @@ impl fmt::Debug for TimerWheel {
 }
 
 #[cfg(all(test, not(loom)))]
+#[path = "timer_wheel_model.rs"]
+mod model;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::executors::scheduled::node_slab::PAGE;
