@@ -22,6 +22,17 @@
 //! (they check the blocking paths) nor on a single CPU (the timers the worker waits for need
 //! its core), as for the idle spin (`idle_spin.rs`). The wait never yields: it is shorter than
 //! any time slice.
+//!
+//! # What it costs
+//!
+//! Latency, for a timer that arrives in a stream. Probed on 2026-12-02 (Intel host, a
+//! throwaway build that read the wait's length from the environment): one producer arming a
+//! zero-delay timer every 0.5 / 1 / 2 / 4 / 8 us, 50,000 timers, arm-to-run latency, 2 us
+//! against no wait (3-5 runs each): p50 2.3-2.7 against 1.7-1.9 us at 0.5 us, 2.2-2.4 against
+//! 1.8-1.9 at 1 us, 1.27-1.28 against 1.23-1.34 at 2 us; p90 +1.1 to +1.7 us at 0.5-2 us;
+//! no difference from 4 us on (p50 ~1.3 us both). A timer spaced more than [`STREAM_GAP`]
+//! from the last pass pays nothing. Not made adaptive: the waits it would save are the
+//! ones that buy the hand-off its throughput.
 
 use crate::idle_spin::single_cpu;
 use crate::sync::SPIN_ENABLED;
