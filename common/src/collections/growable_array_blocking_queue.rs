@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 /// # Design
 ///
 /// Producers never lock. The items live in a chain of blocks of 127 slots (the list
-/// flavour of crossbeam-channel, with bigger blocks: see [`BLOCK_CAP`]): a producer reserves a position with one compare-and-swap on
-/// the tail index, writes its slot and marks it written; the producer that takes a block's last
-/// slot links the next block first, so others wait only for that short step. Takers are
+/// flavour of crossbeam-channel, with bigger blocks: `BLOCK_CAP` says why): a producer
+/// reserves a position with one compare-and-swap on the tail index, writes its slot and marks
+/// it written; the producer that takes a block's last slot links the next block first, so others wait only for that short step. Takers are
 /// serialised by one lock (`head`), which they take per operation; it is uncontended while
 /// producers keep away from it. A block that takers leave goes back to a spare list and is
 /// reused, so a queue whose blocks fit its workload allocates nothing per item.

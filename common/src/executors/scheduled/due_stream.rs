@@ -28,11 +28,12 @@
 //! Latency, for a timer that arrives in a stream. Probed on 2026-12-02 (Intel host, a
 //! throwaway build that read the wait's length from the environment): one producer arming a
 //! zero-delay timer every 0.5 / 1 / 2 / 4 / 8 us, 50,000 timers, arm-to-run latency, 2 us
-//! against no wait (3-5 runs each): p50 2.3-2.7 against 1.7-1.9 us at 0.5 us, 2.2-2.4 against
-//! 1.8-1.9 at 1 us, 1.27-1.28 against 1.23-1.34 at 2 us; p90 +1.1 to +1.7 us at 0.5-2 us;
-//! no difference from 4 us on (p50 ~1.3 us both). A timer spaced more than [`STREAM_GAP`]
-//! from the last pass pays nothing. Not made adaptive: the waits it would save are the
-//! ones that buy the hand-off its throughput.
+//! against no wait (3-8 runs each): p50 2.3-2.7 against 1.7-1.9 us at 0.5 us, 2.2-2.6 against
+//! 1.8-2.0 at 1 us, 1.27-1.28 against 1.23-1.34 at 2 us; p90 +1.0 to +2.1 us at 0.5-2 us;
+//! no difference from 4 us on (p50 ~1.3 us both). One run of eight at 0.5 us with the wait
+//! had a p50 of 245 us (half its timers waited that long or longer), not seen again in seven
+//! more. A timer spaced more than [`STREAM_GAP`] from the last pass pays nothing. A wait
+//! that adapts (shorter when a wait gathered nothing) was not tried.
 
 use crate::idle_spin::single_cpu;
 use crate::sync::SPIN_ENABLED;
