@@ -1,5 +1,6 @@
-//! loom models of the queue's wake-up protocol: put/take hand-off, terminate vs take, and
-//! `poll_timeout` vs put and terminate.
+//! loom models of the queue's wake-up protocol: put/take hand-off, the first block's
+//! installation by racing first puts, terminate vs take, and `poll_timeout` vs put and
+//! terminate.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pulsar-common
 //! --release --test loom_queue` (`cargo xtask test` does).
@@ -24,6 +25,29 @@ fn loom_take_sees_every_put_in_order() {
         assert_eq!(queue.take(), Some(1));
         assert_eq!(queue.take(), Some(2));
         producer.join().unwrap();
+    });
+}
+
+/// Two producers race the first put of a new queue (each may allocate a first block; one is
+/// installed, the other goes spare) while a taker waits: both items arrive, once each.
+#[test]
+fn loom_racing_first_puts_install_one_first_block_and_lose_no_item() {
+    loom::model(|| {
+        let queue = Arc::new(GrowableArrayBlockingQueue::new());
+        let producers: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|item| {
+                let queue = Arc::clone(&queue);
+                thread::spawn(move || queue.put(item).unwrap())
+            })
+            .collect();
+        let mut got = vec![queue.take().unwrap(), queue.take().unwrap()];
+        for producer in producers {
+            producer.join().unwrap();
+        }
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2]);
+        assert!(queue.is_empty());
     });
 }
 

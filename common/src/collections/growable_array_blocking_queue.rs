@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 ///
 /// - [`put`](Self::put) never blocks and never takes a lock on its common path: when the items
 ///   exceed the capacity it doubles. Storage blocks are reused, so a queue that has grown to
-///   fit its workload allocates nothing per item.
+///   fit its workload allocates nothing per item; a new queue allocates nothing until its
+///   first `put`.
 /// - [`take`](Self::take) blocks until an item arrives; [`poll`](Self::poll) never blocks;
 ///   [`poll_timeout`](Self::poll_timeout) waits at most a given time.
 /// - [`trim`](Self::trim) gives memory back after a burst, by Pulsar's rule, without ever
@@ -43,7 +44,9 @@ use std::time::{Duration, Instant};
 /// when a `put` would exceed it and that [`trim`](Self::trim) shrinks by Pulsar's rule. The
 /// blocks follow it: a taker frees (rather than keeps) a block it leaves while more blocks
 /// exist than the capacity needs, and `trim` frees spare blocks down to that number, so
-/// memory is capacity rounded up to whole blocks, plus two.
+/// memory is capacity rounded up to whole blocks, plus two. A new queue has no block: the
+/// first `put` installs the chain's first one (racing first puts install one; the others'
+/// blocks go spare), so a queue that is never used allocates nothing.
 ///
 /// Two bits of the tail index carry the rest of the state: `TERMINATED` (set once; a
 /// producer's compare-and-swap fails on it, so an item is either queued before `terminate`
@@ -126,7 +129,8 @@ pub struct GrowableArrayBlockingQueue<T> {
 /// slot for the block a taker left last, tried beside it, took 31-slot blocks with 4
 /// producers from a median of ~1.25x to ~1.12x, 4 rounds each, and did nothing measurable
 /// at 127 slots: not kept.) The cost is coarser memory: a block of 64-byte messages is
-/// ~9 KiB, and a queue keeps up to its capacity's blocks plus two.
+/// ~9 KiB, and a queue keeps up to its capacity's blocks plus two (none until its first
+/// `put`).
 #[cfg(not(loom))]
 const BLOCK_CAP: usize = 127;
 #[cfg(loom)]
@@ -147,7 +151,8 @@ fn items_before(position: usize) -> usize {
 struct Tail<T> {
     /// `position << SHIFT | WAITING? | TERMINATED?`; positions only grow.
     index: AtomicUsize,
-    /// The block that holds the tail position (written before the index moves into it).
+    /// The block that holds the tail position (written before the index moves into it). Null
+    /// until the first `put` installs the chain's first block (see `install_first_block`).
     block: AtomicPtr<Block<T>>,
     /// Slots: a power of two, doubled by `put` when the items exceed it, shrunk by `trim`.
     capacity: AtomicUsize,
@@ -160,12 +165,16 @@ struct HeadSide<T> {
     lock: Mutex<Head<T>>,
     /// The head position, published after each removal (for `len` and `put`'s growth check).
     position: AtomicUsize,
+    /// The chain's first block, set once by the first `put` before any position is reserved
+    /// (null until then): where a taker whose head has no block yet starts.
+    first: AtomicPtr<Block<T>>,
 }
 
 struct Head<T> {
     /// Position of the next item to take; never the last position of a lap.
     position: usize,
-    /// The block that holds `position`.
+    /// The block that holds `position`; null until a taker first finds the chain's first
+    /// block installed (`head_block`).
     block: *mut Block<T>,
     /// Takers blocked on `not_empty`.
     waiting: usize,
@@ -221,29 +230,30 @@ impl<T> GrowableArrayBlockingQueue<T> {
         Self::with_capacity(MIN_TRIM_CAPACITY)
     }
 
-    /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1).
+    /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1). It
+    /// allocates nothing until the first `put`.
     pub fn with_capacity(capacity: usize) -> Self {
-        let first = Block::new();
         Self {
             tail: CachePadded::new(Tail {
                 index: AtomicUsize::new(0),
-                block: AtomicPtr::new(first),
+                block: AtomicPtr::new(ptr::null_mut()),
                 capacity: AtomicUsize::new(round_up_to_power_of_two(capacity)),
                 head_hint: AtomicUsize::new(0),
             }),
             head: CachePadded::new(HeadSide {
                 lock: Mutex::new(Head {
                     position: 0,
-                    block: first,
+                    block: ptr::null_mut(),
                     waiting: 0,
                     seen_tail: 0,
                 }),
                 position: AtomicUsize::new(0),
+                first: AtomicPtr::new(ptr::null_mut()),
             }),
             not_empty: Condvar::new(),
             spare: Mutex::new(Spare {
                 blocks: Vec::new(),
-                total: 1,
+                total: 0,
             }),
         }
     }
@@ -277,6 +287,11 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 next_block = self.spare_block();
             }
             let block = self.tail.block.load(Ordering::Acquire);
+            if block.is_null() {
+                // The first put: no position is reserved until the first block is installed.
+                self.install_first_block();
+                continue;
+            }
             let next = ((position + 1) << SHIFT) | (tail & TERMINATED);
             match self.tail.index.compare_exchange_weak(
                 tail,
@@ -316,6 +331,36 @@ impl<T> GrowableArrayBlockingQueue<T> {
                 }
             }
         }
+    }
+
+    /// Installs the chain's first block (the first `put`, and any racing it): once in `first`
+    /// for the takers, then in the tail for the producers, each by a compare-and-swap from
+    /// null, so a racer that lost helps with the second step and no block is installed twice.
+    /// `first` is set before the tail's block, which every producer reads (acquire) before
+    /// it reserves a position: a taker that knows of a reserved position finds `first` set.
+    #[cold]
+    #[inline(never)]
+    fn install_first_block(&self) {
+        let new = self.spare_block();
+        let first = match self.head.first.compare_exchange(
+            ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => new,
+            Err(installed) => {
+                self.recycle(new);
+                installed
+            }
+        };
+        // Null only until one of the racers stores `first` here: never a later block.
+        let _ = self.tail.block.compare_exchange(
+            ptr::null_mut(),
+            first,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
     }
 
     /// Doubles the capacity while it is below the item count (`items` counts ours).
@@ -407,15 +452,27 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// written (a producer reserved and wrote it, so the tail is past it).
     fn known_reserved(&self, head: &mut Head<T>) -> usize {
         let reserved = items_before(head.seen_tail) - items_before(head.position);
-        if reserved == 0 && self.head_slot_written(head) {
+        if reserved == 0 && !self.head_block(head).is_null() && self.head_slot_written(head) {
             head.seen_tail = head.position + 1;
             return 1;
         }
         reserved
     }
 
-    /// Whether the head's slot is written (its item ready to take).
+    /// The head's block, learning the chain's first block if the head has none yet. Null only
+    /// while no `put` has installed it, so no position is reserved.
+    #[inline]
+    fn head_block(&self, head: &mut Head<T>) -> *mut Block<T> {
+        if head.block.is_null() {
+            head.block = self.head.first.load(Ordering::Acquire);
+        }
+        head.block
+    }
+
+    /// Whether the head's slot is written (its item ready to take). The head has its block
+    /// (`head_block`).
     fn head_slot_written(&self, head: &Head<T>) -> bool {
+        debug_assert!(!head.block.is_null());
         // SAFETY: `head.block` holds the head position and stays in the chain until its last
         // slot is taken (by a taker, under the lock we hold); `written` is an atomic.
         unsafe {
@@ -430,7 +487,9 @@ impl<T> GrowableArrayBlockingQueue<T> {
     /// caller publishes it at the end.
     fn take_reserved(&self, head: &mut Head<T>) -> T {
         let offset = head.position % LAP;
-        let block = head.block;
+        // A reserved position means the first block is installed (`install_first_block`).
+        let block = self.head_block(head);
+        debug_assert!(!block.is_null());
         let mut step = 0;
         // SAFETY: `block` holds the head position and stays in the chain until its last slot
         // is taken (by us, under the lock). The slot's value is moved out once `written` shows
@@ -523,8 +582,13 @@ impl<T> GrowableArrayBlockingQueue<T> {
             idle_spin::spin_for_work(
                 || {
                     polls = polls.wrapping_add(1);
-                    self.head_slot_written(&head)
-                        || (polls % POLLS_PER_TAIL_READ == 0 && self.is_terminated())
+                    let arrived = if head.block.is_null() {
+                        // Nothing was ever put: the first put installs the first block.
+                        !self.head.first.load(Ordering::Acquire).is_null()
+                    } else {
+                        self.head_slot_written(&head)
+                    };
+                    arrived || (polls % POLLS_PER_TAIL_READ == 0 && self.is_terminated())
                 },
                 limit,
             );
@@ -637,12 +701,13 @@ impl<T> GrowableArrayBlockingQueue<T> {
     where
         T: Clone,
     {
-        let head = self.head.lock.lock();
+        let mut head = self.head.lock.lock();
         let tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
         let count = items_before(tail) - items_before(head.position);
         let mut out = Vec::with_capacity(count);
         let mut position = head.position;
-        let mut block = head.block;
+        // Null only if nothing was ever put (then `count` is 0 and the loop does not run).
+        let mut block = self.head_block(&mut head);
         let mut step = 0;
         while out.len() < count {
             let offset = position % LAP;
@@ -733,10 +798,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
 
 impl<T> Drop for GrowableArrayBlockingQueue<T> {
     fn drop(&mut self) {
-        let head = self.head.lock.lock();
-        let (mut position, mut block) = (head.position, head.block);
+        let mut head = self.head.lock.lock();
+        let (mut position, mut block) = (head.position, self.head_block(&mut head));
         drop(head);
         let tail = self.tail.index.load(Ordering::Acquire) >> SHIFT;
+        // No block: nothing was ever put, so there is no chain (only spare blocks, below).
+        debug_assert!(!block.is_null() || tail == 0);
         // SAFETY: no other thread uses the queue (`&mut self`), so every reserved slot has been
         // written, and the chain from the head's block on is ours to drop item by item and
         // free block by block; spare blocks hold no value.
@@ -755,7 +822,9 @@ impl<T> Drop for GrowableArrayBlockingQueue<T> {
                     position += 1;
                 }
             }
-            drop(Box::from_raw(block));
+            if !block.is_null() {
+                drop(Box::from_raw(block));
+            }
             for spare in self.spare.lock().blocks.drain(..) {
                 drop(Box::from_raw(spare));
             }
