@@ -29,5 +29,8 @@
 pub mod collections;
 pub mod executors;
 pub(crate) mod idle_spin;
+// Under loom the protocols lock through loom's types: only the plain locks use this one.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) mod park_lock;
 pub mod pool;
 pub(crate) mod sync;

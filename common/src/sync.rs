@@ -71,7 +71,7 @@ mod imp {
     }
     use std::time::Duration;
 
-    /// loom's mutex behind the same API as the parking_lot one.
+    /// loom's mutex behind the same API as the std one.
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
     pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
@@ -160,131 +160,14 @@ pub(crate) use imp::*;
 /// where adjacent-line prefetchers pair lines).
 pub(crate) use crossbeam_utils::CachePadded;
 
-/// The locks themselves, outside loom: parking_lot's (small, no poisoning), or std's under
-/// Miri. Every lock of the crate comes from here — the protocols' through the facade above
+/// The locks themselves, outside loom: the park lock's ([`crate::park_lock`]: a futex-style
+/// mutex that spins briefly, yields only while it waits alone, then parks; its docs say why
+/// neither parking_lot's nor std's). Every lock of the crate comes from here — the protocols' through the facade above
 /// (loom's under `cfg(loom)`), the rest (result slots, task cells, pool registries) directly —
 /// with one small API: `lock`, `try_lock`, and condition variables that take and return the
-/// guard by value.
-///
-/// Why std's under Miri: parking_lot_core 0.9.12's `WordLock::unlock_slow` forms a reference
-/// to a queued waiter's futex word after that waiter may have been woken and gone (its thread
-/// exited), which Miri reports as a dangling reference; on real hardware the futex wake on a
-/// stale address is harmless. Miri is there to check this crate's `unsafe`, not that known
-/// pattern in a dependency, so under Miri the same API runs on std's locks, whose futex code
-/// Miri knows.
+/// guard by value. A panic while a lock is held does not poison it. Under Miri the park lock
+/// parks on an emulated parking lot (see its docs), so Miri checks the lock code that ships.
 pub(crate) mod plain {
-    use std::time::Duration;
-
-    #[cfg(not(miri))]
-    type RawMutex<T> = parking_lot::Mutex<T>;
-    #[cfg(miri)]
-    type RawMutex<T> = std::sync::Mutex<T>;
-
-    /// The guard of [`Mutex`].
-    #[cfg(not(miri))]
-    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
-    /// The guard of [`Mutex`].
-    #[cfg(miri)]
-    pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
-
-    /// A mutual-exclusion lock. A panic while it is held does not poison it.
-    #[derive(Default)]
-    pub(crate) struct Mutex<T>(RawMutex<T>);
-
-    impl<T> Mutex<T> {
-        pub(crate) const fn new(value: T) -> Self {
-            Self(RawMutex::new(value))
-        }
-
-        #[cfg(not(miri))]
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            self.0.lock()
-        }
-
-        #[cfg(miri)]
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        }
-
-        // Under loom every caller of these two uses loom's types instead.
-        #[cfg_attr(loom, allow(dead_code))]
-        #[cfg(not(miri))]
-        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            self.0.try_lock()
-        }
-
-        #[cfg(miri)]
-        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            match self.0.try_lock() {
-                Ok(guard) => Some(guard),
-                Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
-            }
-        }
-    }
-
-    /// A condition variable used with [`Mutex`].
-    #[derive(Default)]
-    pub(crate) struct Condvar(
-        #[cfg(not(miri))] parking_lot::Condvar,
-        #[cfg(miri)] std::sync::Condvar,
-    );
-
-    impl Condvar {
-        pub(crate) const fn new() -> Self {
-            #[cfg(not(miri))]
-            return Self(parking_lot::Condvar::new());
-            #[cfg(miri)]
-            return Self(std::sync::Condvar::new());
-        }
-
-        #[cfg(not(miri))]
-        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-            self.0.wait(&mut guard);
-            guard
-        }
-
-        #[cfg(miri)]
-        pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-            self.0
-                .wait(guard)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        }
-
-        /// Waits at most `timeout`; the flag is `true` when the wait timed out.
-        #[cfg(not(miri))]
-        pub(crate) fn wait_timeout<'a, T>(
-            &self,
-            mut guard: MutexGuard<'a, T>,
-            timeout: Duration,
-        ) -> (MutexGuard<'a, T>, bool) {
-            let timed_out = self.0.wait_for(&mut guard, timeout).timed_out();
-            (guard, timed_out)
-        }
-
-        /// Waits at most `timeout`; the flag is `true` when the wait timed out.
-        #[cfg(miri)]
-        pub(crate) fn wait_timeout<'a, T>(
-            &self,
-            guard: MutexGuard<'a, T>,
-            timeout: Duration,
-        ) -> (MutexGuard<'a, T>, bool) {
-            let (guard, result) = self
-                .0
-                .wait_timeout(guard, timeout)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            (guard, result.timed_out())
-        }
-
-        #[cfg_attr(loom, allow(dead_code))]
-        pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
-        }
-
-        pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
-        }
-    }
+    #[cfg_attr(loom, allow(unused_imports))]
+    pub(crate) use crate::park_lock::{Condvar, Mutex, MutexGuard};
 }

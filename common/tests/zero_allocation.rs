@@ -55,7 +55,7 @@ fn steady_state_execute_allocates_nothing_and_boxed_or_submitted_tasks_allocate_
     // Warm up, deterministically: (1) grow both task buffers (the ring producers fill and the
     // worker's batch, which swap storage) past the batch size, by filling each while the worker
     // is blocked on the other; (2) let the worker park once, since a thread's first park may
-    // size parking_lot's global table of parked threads.
+    // allocate (its thread handle, on first use).
     let blocker = |expected: &mut usize| {
         let (release, blocked) = std::sync::mpsc::channel::<()>();
         let (started_tx, started) = std::sync::mpsc::channel::<()>();

@@ -14,8 +14,13 @@ pub(crate) struct ResultSlot<R> {
 }
 
 enum SlotState<R> {
-    /// No outcome yet; the waker of the last poll, if the handle is awaited.
-    Pending(Option<Waker>),
+    /// No outcome yet: the waker of the last poll, if the handle is awaited, and whether a
+    /// thread sleeps (or slept) on `done` in `wait` — notifying `done` is a system call, made
+    /// only then.
+    Pending {
+        waker: Option<Waker>,
+        sleeping: bool,
+    },
     Ready(Result<R, TaskError>),
     /// The handle took the outcome.
     Taken,
@@ -24,7 +29,10 @@ enum SlotState<R> {
 impl<R> ResultSlot<R> {
     pub(crate) fn new() -> Self {
         Self {
-            state: Mutex::new(SlotState::Pending(None)),
+            state: Mutex::new(SlotState::Pending {
+                waker: None,
+                sleeping: false,
+            }),
             done: Condvar::new(),
         }
     }
@@ -32,18 +40,22 @@ impl<R> ResultSlot<R> {
     /// Stores the outcome (the first one; a later one is dropped) and wakes whoever waits.
     /// Wakes the awaiting task's waker after the lock is released (it is user code).
     pub(crate) fn complete(&self, outcome: Result<R, TaskError>) {
-        let waker = {
+        let (waker, sleeping) = {
             let mut state = self.state.lock();
             match &mut *state {
-                SlotState::Pending(waker) => {
-                    let waker = waker.take();
+                SlotState::Pending { waker, sleeping } => {
+                    let woken = (waker.take(), *sleeping);
                     *state = SlotState::Ready(outcome);
-                    waker
+                    woken
                 }
                 SlotState::Ready(_) | SlotState::Taken => return,
             }
         };
-        self.done.notify_all();
+        // A sleeper set `sleeping` under the lock before it slept (and re-checks the state
+        // under it when woken), so no wake-up is lost by skipping the notify otherwise.
+        if sleeping {
+            self.done.notify_all();
+        }
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -64,6 +76,9 @@ impl<R> ResultSlot<R> {
             }
             if is_worker_of(executor) {
                 return Some(Err(TaskError::WouldDeadlock));
+            }
+            if let SlotState::Pending { sleeping, .. } = &mut *state {
+                *sleeping = true;
             }
             match deadline {
                 None => state = self.done.wait(state),
@@ -87,7 +102,7 @@ impl<R> ResultSlot<R> {
     pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<R, TaskError>> {
         let mut state = self.state.lock();
         match &mut *state {
-            SlotState::Pending(waker) => {
+            SlotState::Pending { waker, .. } => {
                 match waker {
                     Some(waker) if waker.will_wake(cx.waker()) => {}
                     _ => *waker = Some(cx.waker().clone()),
@@ -101,7 +116,7 @@ impl<R> ResultSlot<R> {
 
     /// Whether the outcome is there (or was taken).
     pub(crate) fn is_finished(&self) -> bool {
-        !matches!(*self.state.lock(), SlotState::Pending(_))
+        !matches!(*self.state.lock(), SlotState::Pending { .. })
     }
 }
 
