@@ -162,11 +162,12 @@ pub(crate) use crossbeam_utils::CachePadded;
 
 /// The locks themselves, outside loom: the park lock's ([`crate::park_lock`]: a futex-style
 /// mutex that spins briefly, yields only while it waits alone, then parks; its docs say why
-/// neither parking_lot's nor std's). Every lock of the crate comes from here — the protocols' through the facade above
-/// (loom's under `cfg(loom)`), the rest (result slots, task cells, pool registries) directly —
-/// with one small API: `lock`, `try_lock`, and condition variables that take and return the
-/// guard by value. A panic while a lock is held does not poison it. Under Miri the park lock
-/// parks on an emulated parking lot (see its docs), so Miri checks the lock code that ships.
+/// neither parking_lot's nor std's). Every lock of the crate comes from here — the protocols'
+/// through the facade above (loom's under `cfg(loom)`), the rest (result slots, task cells,
+/// pool registries) directly — with one small API: `lock`, `try_lock`, and condition
+/// variables that take and return the guard by value. A panic while a lock is held does not
+/// poison it. Under Miri the park lock parks on an emulated parking lot (see its docs), so
+/// Miri checks the lock code that ships.
 pub(crate) mod plain {
     #[cfg_attr(loom, allow(unused_imports))]
     pub(crate) use crate::park_lock::{Condvar, Mutex, MutexGuard};

@@ -1,7 +1,7 @@
 //! `Mutex` and `Condvar`: the crate's locks (outside loom's models). A futex-style mutex that
-//! spins a little, yields its core only while it waits alone, and then parks; a sequence-number condition
-//! variable, both parking through `parking_lot_core` (the parking lot parking_lot's own locks
-//! are built on).
+//! spins a little, yields its core only while it waits alone, and then parks; and a
+//! sequence-number condition variable; both park through `parking_lot_core` (the parking lot
+//! parking_lot's own locks are built on).
 //!
 //! # Why not parking_lot's or std's lock
 //!
@@ -13,7 +13,7 @@
 //! - **Yield, as parking_lot's lock does** (up to seven `sched_yield`s before it parks, by
 //!   every waiter): with 8 submitters the yields hand the cores to the burners for the rest of
 //!   their time slices while the holder waits for a core (`perf sched`: a woken submitter
-//!   waited 1.2-1.6 ms for one on average): K=256 S=8 3.01x, met in 4 rounds of 10.
+//!   waited 0.7-1.6 ms for one on average, four traces): K=256 S=8 3.01x, met in 4 rounds of 10.
 //! - **Park at once** (std's lock does, after spinning up to 100 `pause`s, microseconds on
 //!   this CPU, which on a quiet machine with 9 busy threads on 2 cores burns the core the
 //!   holder needs): K=256 S=8 0.62x (9 of 10), but K=256 S=1 2.46x (3 of 10) against

@@ -1,10 +1,10 @@
 // The park lock's protocol: `Mutex`, `MutexGuard` and `Condvar`, written once and compiled
 // by `include!` into each module that supplies the names it uses (see `mod.rs`):
 // `AtomicU8`, `AtomicU32` and `Ordering`; `parking` with `park`, `unpark_one` and
-// `unpark_all`; `spin_hint` and `yield_hint`; `SPIN_ROUNDS` and `YIELD_ROUNDS`. The crate's locks (`park_lock` itself)
-// supply std's atomics and the parking lot (or, under Miri, the emulated lot); the loom model
-// supplies loom's, so that it checks these very lines. (An included file may hold no inner
-// attributes or `//!` docs: the design notes are in `mod.rs`.)
+// `unpark_all`; `spin_hint` and `yield_hint`; `SPIN_ROUNDS` and `YIELD_ROUNDS`. The crate's
+// locks (`park_lock` itself) supply std's atomics and the parking lot (or, under Miri, the
+// emulated lot); the loom model supplies loom's, so that it checks these very lines. (An
+// included file may hold no inner attributes or `//!` docs: the design notes are in `mod.rs`.)
 
 use std::cell::UnsafeCell;
 use std::fmt;
