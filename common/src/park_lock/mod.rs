@@ -21,7 +21,7 @@
 //!   pair, most likely preempted beside the waiter: a yield hands it the core, while a park
 //!   costs a sleep and a wake-up that then waits behind the burners.
 //! - **This lock: yield only while alone.** A waiter spins `SPIN_ROUNDS` short rounds (no
-//!   yield: about a microsecond), then counts itself among the waiters; if it is the only
+//!   yield: 15 `pause`s, ~0.3 µs here), then counts itself among the waiters; if it is the only
 //!   one it yields up to `YIELD_ROUNDS` times, else (or once another waiter arrives) it parks;
 //!   the unlocking thread wakes one parked waiter. Same rounds: K=256 S=8 0.74x (6 of 10),
 //!   S=2 0.51x (9 of 10), S=1 0.57x (10 of 10); K=16 S=1/2/8 1.11x / 2.11x / 2.02x against
@@ -77,8 +77,8 @@ mod loom_model;
 mod lot_parking;
 
 /// Spin rounds of a contended `lock`: round `r` waits `2^r` spin hints (1 + 2 + 4 + 8: 15
-/// `pause`s, about a microsecond here: what a running holder needs to leave a short critical
-/// section, and the length of parking_lot's spin).
+/// `pause`s, ~0.3 µs on the 2-vCPU host where a `pause` measured ~21 ns: room for a running
+/// holder to leave a short critical section; parking_lot's spin is 14 `pause`s).
 const SPIN_ROUNDS: u32 = 4;
 
 /// Yields of a contended `lock` that is the only waiter past its spin, before it parks
