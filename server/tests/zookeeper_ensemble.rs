@@ -10,7 +10,7 @@ mod common;
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
     assert_replication_switch_heard, await_one_leader, config, end_drill, eventually, recv_within,
-    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY,
+    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY, SURVIVING_SESSION_TIMEOUT,
 };
 use common::leader_history::LeaderHistory;
 use common::own_zookeeper_servers;
@@ -32,8 +32,8 @@ fn killing_the_ensembles_leader_resumes_operations_after_the_re_election_and_not
     let mut ensemble = ZooKeeperEnsemble::start(3).unwrap();
     let url = format!("zk:{}/drill", ensemble.connect_string());
     let history = LeaderHistory::default();
-    let brokers = start_brokers(&url, config(Duration::from_secs(4)), &history);
-    let writer = MetadataStore::open_with_config(&url, config(Duration::from_secs(4))).unwrap();
+    let brokers = start_brokers(&url, config(SURVIVING_SESSION_TIMEOUT), &history);
+    let writer = MetadataStore::open_with_config(&url, config(SURVIVING_SESSION_TIMEOUT)).unwrap();
     await_one_leader(&refs(&brokers), &history);
     let acked = AckedWriter::start(writer.clone());
     acked.await_more_acks(5, "writes acknowledged before the kill");

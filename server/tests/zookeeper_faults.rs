@@ -14,7 +14,7 @@ mod common;
 use common::drill::{
     assert_acked_writes_survived, assert_broker_left_every_cache, assert_notifications_flow,
     assert_replication_switch_heard, await_one_leader, config, end_drill, eventually, recv_within,
-    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY,
+    refs, serial, start_brokers, AckedWriter, DrillBroker, RECOVERY, SURVIVING_SESSION_TIMEOUT,
 };
 use common::leader_history::{check_one_leader_at_a_time, LeaderHistory, Transition};
 use common::own_zookeeper_servers;
@@ -85,7 +85,7 @@ fn a_server_killed_and_restarted_within_the_session_timeout_keeps_every_session_
         history,
         brokers,
         writer,
-    } = SingleServerDrill::start(Duration::from_secs(4));
+    } = SingleServerDrill::start(SURVIVING_SESSION_TIMEOUT);
     let sessions: Vec<_> = brokers.iter().map(session_of).collect();
     let acked = AckedWriter::start(writer.clone());
     acked.await_more_acks(5, "writes acknowledged before the kill");
@@ -123,7 +123,7 @@ fn a_connection_cut_and_restored_within_the_session_timeout_misses_nothing_it_mu
     let _serial = serial();
     let started = Instant::now();
     let server = ZooKeeperServer::start().unwrap();
-    let config = config(Duration::from_secs(4));
+    let config = config(SURVIVING_SESSION_TIMEOUT);
     let history = LeaderHistory::default();
     // Each broker reaches the server through its own proxy, to cut one alone.
     let proxies: Vec<PartitionProxy> = (0..3)

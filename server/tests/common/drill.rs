@@ -27,6 +27,14 @@ pub const LEDGERS_ROOT: &str = "/drill/ledgers";
 /// bound on a wait, not a measurement).
 pub const RECOVERY: Duration = Duration::from_secs(15);
 
+/// The session timeout of a drill whose sessions must survive the fault (a server restart, a
+/// re-election, a cut connection healed). The ZooKeeper client gives a session up on its own
+/// 7/5 of the timeout after it last heard a server (`zookeeper-client` 0.11, `reset_timeout`), so
+/// the fault and the reconnect must fit in that. With 4 s (5.6 s) a re-election beside Miri on
+/// 2 cores once did not (CI of 66d517e: `SessionLost` instead of `Reconnected`); 10 s (14 s)
+/// leaves the slack of a loaded machine, and none of these drills waits for an expiry.
+pub const SURVIVING_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The store config of a drill: `session_timeout`, and an operation timeout short enough that
 /// calls during an outage fail quickly.
 pub fn config(session_timeout: Duration) -> MetadataStoreConfig {
