@@ -1,7 +1,9 @@
-//! `ByteBufferCollector`: writes, geometric growth, pooled reuse, the 4 MiB and per-thread
-//! byte caps, and zero allocations per batch once warm (counted per thread).
+//! `ByteBufferCollector`: writes, geometric growth, the cache-line placement of the bytes
+//! (and a proptest model against a `Vec<u8>`), pooled reuse, the 4 MiB and per-thread byte
+//! caps, and zero allocations per batch once warm (counted per thread).
 #![cfg(not(loom))]
 
+use proptest::prelude::*;
 use pulsar_common::pool::{
     AdaptiveBufAllocator, ByteBufferCollector, CollectorPoolConfig, Recycler,
 };
@@ -77,10 +79,132 @@ fn a_write_larger_than_double_grows_to_exactly_what_it_needs() {
 fn into_bytes_hands_the_buffer_over_without_copying() {
     let mut collector = ByteBufferCollector::allocate(16);
     collector.put(b"payload");
+    assert_eq!(line_offset(&collector), 0);
     let address = collector.as_slice().as_ptr();
     let bytes = collector.into_bytes();
     assert_eq!(bytes.as_ptr(), address);
     assert_eq!(&bytes[..], b"payload");
+}
+
+// ---- placement --------------------------------------------------------------------------
+
+/// Where a collector's bytes start, as an offset into a 64-byte cache line.
+fn line_offset(collector: &ByteBufferCollector) -> usize {
+    collector.as_slice().as_ptr() as usize % 64
+}
+
+#[test]
+fn the_bytes_start_on_a_cache_line_however_the_buffer_was_made_or_grown() {
+    for size in [1usize, 16, 100, 1024, 4096, 300_000] {
+        let mut collector = ByteBufferCollector::allocate(size);
+        assert_eq!(line_offset(&collector), 0, "allocate({size})");
+        // Growth by the allocator in place or by a move, many times over.
+        let mut expected = Vec::new();
+        for i in 0..(size * 3).min(200_000) {
+            collector.put_u8(i as u8);
+            expected.push(i as u8);
+            assert_eq!(
+                line_offset(&collector),
+                0,
+                "allocate({size}), {} bytes",
+                i + 1
+            );
+        }
+        assert_eq!(collector.as_slice(), &expected[..]);
+    }
+    let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());
+    for size in [10usize, 5000, 100, 70_000] {
+        let mut pooled = ByteBufferCollector::allocate_from(&recycler, size);
+        assert_eq!(line_offset(&pooled), 0, "pooled, {size}");
+        pooled.put(&vec![1; size * 2]);
+        assert_eq!(line_offset(&pooled), 0, "pooled, grown from {size}");
+    }
+}
+
+#[test]
+fn clones_and_comparisons_see_only_the_bytes_written() {
+    let mut collector = ByteBufferCollector::allocate(10);
+    collector.put(b"abc");
+    let copy = collector.clone();
+    assert_eq!(copy.as_slice(), b"abc");
+    assert_eq!(line_offset(&copy), 0);
+    assert_eq!(copy, collector);
+    let mut other = ByteBufferCollector::new();
+    other.put(b"abc");
+    assert_eq!(
+        other, collector,
+        "equal bytes, other capacity and placement"
+    );
+    other.put_u8(b'd');
+    assert_ne!(other, collector);
+}
+
+/// One step of the model test.
+#[derive(Debug, Clone)]
+enum Step {
+    Put(Vec<u8>),
+    PutU8(u8),
+    PutU64(u64),
+    Reserve(usize),
+    Clear,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => prop::collection::vec(any::<u8>(), 0..3000).prop_map(Step::Put),
+        2 => any::<u8>().prop_map(Step::PutU8),
+        1 => any::<u64>().prop_map(Step::PutU64),
+        1 => (0usize..20_000).prop_map(Step::Reserve),
+        1 => Just(Step::Clear),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        ..ProptestConfig::default()
+    })]
+
+    /// Against a `Vec<u8>`: after every step the collector holds exactly the model's bytes,
+    /// from a cache line, its capacity covers them (and any reserve), and it grows only when
+    /// a write does not fit; at the end both hand-overs give the model's bytes.
+    #[test]
+    fn a_collector_behaves_as_a_vec_of_its_bytes(
+        initial in 0usize..5000,
+        steps in prop::collection::vec(step(), 1..60),
+        as_bytes in any::<bool>(),
+    ) {
+        let mut collector = ByteBufferCollector::allocate(initial);
+        let mut model: Vec<u8> = Vec::new();
+        for step in steps {
+            let capacity_before = collector.capacity();
+            let needed = match &step {
+                Step::Put(bytes) => { collector.put(bytes); model.extend_from_slice(bytes); model.len() }
+                Step::PutU8(byte) => { collector.put_u8(*byte); model.push(*byte); model.len() }
+                Step::PutU64(value) => {
+                    collector.put_u64(*value);
+                    model.extend_from_slice(&value.to_be_bytes());
+                    model.len()
+                }
+                Step::Reserve(additional) => { collector.reserve(*additional); model.len() + additional }
+                Step::Clear => { collector.clear(); model.clear(); 0 }
+            };
+            prop_assert_eq!(collector.as_slice(), &model[..]);
+            prop_assert_eq!(collector.len(), model.len());
+            prop_assert!(collector.capacity() >= needed);
+            if needed <= capacity_before {
+                prop_assert_eq!(collector.capacity(), capacity_before, "grew without need");
+            }
+            if collector.capacity() > 0 {
+                prop_assert_eq!(line_offset(&collector), 0);
+            }
+        }
+        if as_bytes {
+            prop_assert_eq!(&collector.into_bytes()[..], &model[..]);
+        } else {
+            prop_assert_eq!(collector.into_vec(), model);
+        }
+    }
 }
 
 // ---- pooling ----------------------------------------------------------------------------

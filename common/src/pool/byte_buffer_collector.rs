@@ -2,13 +2,28 @@
 
 use crate::pool::pooled::Pooled;
 use crate::pool::recycler::Recycler;
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::LazyLock;
 
 /// Smallest capacity a collector grows to on its first write.
 const MIN_GROWTH: usize = 64;
+
+/// The alignment of a collector's first byte: a cache line. Copies into a buffer are runs of
+/// vector stores (64 bytes each with AVX-512); a buffer whose bytes start part-way into a line
+/// makes every store of a line-sized entry straddle two lines. `malloc` places a buffer 16
+/// bytes into a line as often as on one, and a pooled buffer keeps its placement for the life
+/// of the process: in the AppendEntries bench (256 entries of 512 B per batch, 2 threads)
+/// processes whose two buffers both started on a line built a batch in 3.0 µs, the others (16,
+/// 32 or 48 bytes in) in 3.3-5.1 µs, and which a process got decided whether pooled beat copy.
+const LINE: usize = 64;
+
+/// Bytes to skip from `ptr` to the next cache-line boundary.
+#[inline]
+fn padding_before_line(ptr: *const u8) -> usize {
+    (LINE - (ptr as usize) % LINE) % LINE
+}
 
 /// Settings of a collector pool (see [`ByteBufferCollector::new_recycler`]).
 ///
@@ -61,6 +76,9 @@ static DEFAULT_RECYCLER: LazyLock<Recycler<ByteBufferCollector>> =
 /// - **Growth**: when a write does not fit, capacity becomes
 ///   `max(needed, 2 x capacity, 64)`: amortised O(1) per byte (SOFAJRaft grew by
 ///   `max(needed, 1024)`, O(n^2) copying for many small puts).
+/// - **Placement**: the bytes start on a cache line (64 bytes), so copies of line-sized
+///   entries do not straddle lines; the buffer holds up to 63 bytes more than its capacity
+///   for that.
 /// - **Pooling**: on return the buffer is cleared; one larger than
 ///   [`MAX_POOLED_CAPACITY`](Self::MAX_POOLED_CAPACITY) (4 MiB) is freed instead, and the
 ///   pool's byte cap bounds what a thread keeps in all (16 MiB by default).
@@ -82,9 +100,16 @@ static DEFAULT_RECYCLER: LazyLock<Recycler<ByteBufferCollector>> =
 /// let reused = ByteBufferCollector::allocate_by_recycler(1024);
 /// assert!(reused.is_empty() && reused.capacity() >= 4096);
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Default)]
 pub struct ByteBufferCollector {
+    /// `buffer[start..]` are the bytes written; `buffer[..start]` (fewer than [`LINE`] bytes)
+    /// only moves them onto a cache line.
     buffer: Vec<u8>,
+    start: usize,
+    /// Bytes that fit from `start` without growing: the Vec's own capacity is at least
+    /// `capacity + LINE - 1`, so that the bytes can be moved onto a line wherever the
+    /// allocator puts them.
+    capacity: usize,
 }
 
 impl ByteBufferCollector {
@@ -101,9 +126,11 @@ impl ByteBufferCollector {
 
     /// A fresh (unpooled) collector with room for `size` bytes.
     pub fn allocate(size: usize) -> Self {
-        Self {
-            buffer: Vec::with_capacity(size),
+        let mut collector = Self::new();
+        if size > 0 {
+            collector.set_capacity(size);
         }
+        collector
     }
 
     /// A collector from the calling thread's pool in the process-wide recycler (default
@@ -116,10 +143,10 @@ impl ByteBufferCollector {
     /// is large enough is kept, a smaller one is replaced by a fresh buffer of exactly `size`.
     pub fn allocate_from(recycler: &Recycler<Self>, size: usize) -> Pooled<Self> {
         let mut collector = recycler.get();
-        if collector.buffer.capacity() < size {
+        if collector.capacity < size {
             // Free the small buffer first, so the allocator may reuse its memory.
-            collector.buffer = Vec::new();
-            collector.buffer.reserve_exact(size);
+            collector.release_buffer();
+            collector.set_capacity(size);
         }
         collector
     }
@@ -144,11 +171,16 @@ impl ByteBufferCollector {
 
     /// Clears the buffer, or frees it when larger than `max_pooled`.
     fn reset_for_pool(&mut self, max_pooled: usize) {
-        if self.buffer.capacity() > max_pooled {
-            self.buffer = Vec::new();
+        if self.capacity > max_pooled {
+            self.release_buffer();
         } else {
-            self.buffer.clear();
+            self.clear();
         }
+    }
+
+    /// Frees the buffer: an empty collector again.
+    fn release_buffer(&mut self) {
+        *self = Self::new();
     }
 
     /// Appends `bytes`, growing geometrically if needed.
@@ -186,71 +218,119 @@ impl ByteBufferCollector {
     #[inline]
     pub fn reserve(&mut self, additional: usize) {
         let needed = self
-            .buffer
             .len()
             .checked_add(additional)
             .expect("capacity overflow");
-        if needed > self.buffer.capacity() {
+        if needed > self.capacity {
             self.grow(needed);
         }
     }
 
     #[cold]
     fn grow(&mut self, needed: usize) {
-        let target = needed
-            .max(self.buffer.capacity().saturating_mul(2))
-            .max(MIN_GROWTH);
-        self.buffer.reserve_exact(target - self.buffer.len());
+        let target = needed.max(self.capacity.saturating_mul(2)).max(MIN_GROWTH);
+        self.set_capacity(target);
+    }
+
+    /// Makes room for `capacity` bytes (at least `len`) from a cache line, keeping the bytes
+    /// written. The allocator may grow the buffer in place (nothing moves) or move it; a
+    /// move that lands on another offset in a line is followed by a shift of the bytes onto
+    /// the line.
+    fn set_capacity(&mut self, capacity: usize) {
+        let len = self.len();
+        debug_assert!(capacity >= len);
+        let room = capacity.checked_add(LINE - 1).expect("capacity overflow");
+        // `room >= start + len`: `start < LINE` and `capacity >= len`.
+        self.buffer.reserve_exact(room - self.buffer.len());
+        let start = padding_before_line(self.buffer.as_ptr());
+        if start != self.start {
+            let end = start + len; // <= room <= the Vec's capacity: no reallocation
+            if end > self.buffer.len() {
+                self.buffer.resize(end, 0);
+            }
+            self.buffer.copy_within(self.start..self.start + len, start);
+            self.buffer.truncate(end);
+            self.start = start;
+        }
+        self.capacity = capacity;
     }
 
     /// Bytes written.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() - self.start
     }
 
     /// Whether nothing has been written.
     pub fn is_empty(&self) -> bool {
-        self.buffer.is_empty()
+        self.len() == 0
     }
 
     /// Bytes the buffer can hold without growing.
     pub fn capacity(&self) -> usize {
-        self.buffer.capacity()
+        self.capacity
     }
 
     /// The bytes written.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        &self.buffer
+        &self.buffer[self.start..]
     }
 
     /// Forgets the bytes written, keeping the capacity.
     pub fn clear(&mut self) {
-        self.buffer.clear();
+        self.buffer.truncate(self.start);
     }
 
-    /// The buffer, taken out (a pooled collector is then detached from its pool with
-    /// [`Pooled::detach`] first).
+    /// The bytes written as a `Vec`, in the collector's buffer (a pooled collector is
+    /// detached from its pool with [`Pooled::detach`] first). The bytes are moved to the
+    /// front of the buffer first when they do not start there (the cache-line placement): a
+    /// copy of `len` bytes; [`into_bytes`](Self::into_bytes) never copies.
     pub fn into_vec(self) -> Vec<u8> {
-        self.buffer
+        let Self {
+            mut buffer, start, ..
+        } = self;
+        buffer.drain(..start);
+        buffer
     }
 
     /// The bytes written as [`Bytes`], without copying; the buffer leaves the collector.
     pub fn into_bytes(self) -> Bytes {
-        Bytes::from(self.buffer)
+        let mut bytes = Bytes::from(self.buffer);
+        bytes.advance(self.start);
+        bytes
     }
 }
+
+impl Clone for ByteBufferCollector {
+    /// A collector holding a copy of the bytes written, with room for just them.
+    fn clone(&self) -> Self {
+        let mut copy = Self::allocate(self.len());
+        copy.put(self.as_slice());
+        copy
+    }
+}
+
+impl PartialEq for ByteBufferCollector {
+    /// Whether both hold the same bytes.
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for ByteBufferCollector {}
 
 impl Deref for ByteBufferCollector {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        &self.buffer
+        self.as_slice()
     }
 }
 
 impl AsRef<[u8]> for ByteBufferCollector {
     fn as_ref(&self) -> &[u8] {
-        &self.buffer
+        self.as_slice()
     }
 }
 
@@ -282,8 +362,8 @@ impl std::io::Write for ByteBufferCollector {
 impl fmt::Debug for ByteBufferCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ByteBufferCollector")
-            .field("len", &self.buffer.len())
-            .field("capacity", &self.buffer.capacity())
+            .field("len", &self.len())
+            .field("capacity", &self.capacity)
             .finish()
     }
 }
