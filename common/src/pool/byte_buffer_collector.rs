@@ -77,8 +77,8 @@ static DEFAULT_RECYCLER: LazyLock<Recycler<ByteBufferCollector>> =
 ///   `max(needed, 2 x capacity, 64)`: amortised O(1) per byte (SOFAJRaft grew by
 ///   `max(needed, 1024)`, O(n^2) copying for many small puts).
 /// - **Placement**: the bytes start on a cache line (64 bytes), so copies of line-sized
-///   entries do not straddle lines; the buffer holds up to 63 bytes more than its capacity
-///   for that.
+///   entries do not straddle lines; the buffer allocates 63 bytes more than its capacity, room
+///   for the padding in front of them.
 /// - **Pooling**: on return the buffer is cleared; one larger than
 ///   [`MAX_POOLED_CAPACITY`](Self::MAX_POOLED_CAPACITY) (4 MiB) is freed instead, and the
 ///   pool's byte cap bounds what a thread keeps in all (16 MiB by default).
