@@ -133,10 +133,18 @@ std::thread_local! {
 }
 
 /// Spins on `ready` for at most `cap` (further bounded by the calling thread's [`IdleSpin`]),
-/// never yielding; then, if the thread is cold and saw nothing, yields up to
+/// never yielding; then, if `may_yield`, the thread is cold and it saw nothing, yields up to
 /// [`COLD_YIELDS`] times, looking after each. Returns whether `ready()` was seen. The caller
 /// parks if not.
-pub(crate) fn spin_for_work(mut ready: impl FnMut() -> bool, cap: Duration) -> bool {
+///
+/// A waiter with a deadline passes `may_yield: false`: a yield can hand the core to another
+/// busy thread for a whole time slice, and a deadline passing meanwhile is that late, where a
+/// thread parked until it is woken then.
+pub(crate) fn spin_for_work(
+    mut ready: impl FnMut() -> bool,
+    cap: Duration,
+    may_yield: bool,
+) -> bool {
     if !SPIN_ENABLED || single_cpu() {
         return ready();
     }
@@ -144,7 +152,14 @@ pub(crate) fn spin_for_work(mut ready: impl FnMut() -> bool, cap: Duration) -> b
         let mut spin = current.get();
         let found = spin.spin(cap, Instant::now, &mut ready);
         current.set(spin);
-        (found, spin.yields_before_park())
+        (
+            found,
+            if may_yield {
+                spin.yields_before_park()
+            } else {
+                0
+            },
+        )
     });
     found || yield_for_work(yields, std::thread::yield_now, ready)
 }
@@ -478,13 +493,13 @@ mod tests {
 
     #[test]
     fn the_thread_local_spin_sees_work_that_is_already_there() {
-        assert!(spin_for_work(|| true, MAX_SPIN));
+        assert!(spin_for_work(|| true, MAX_SPIN, true));
     }
 
     #[test]
     fn the_thread_local_spin_gives_up_after_its_cap() {
         let start = Instant::now();
-        assert!(!spin_for_work(|| false, us(20)));
+        assert!(!spin_for_work(|| false, us(20), false));
         // Under Miri the spin is compiled out: the hint is read once.
         assert!(start.elapsed() >= us(20) || !SPIN_ENABLED);
     }

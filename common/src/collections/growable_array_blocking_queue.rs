@@ -591,6 +591,8 @@ impl<T> GrowableArrayBlockingQueue<T> {
                     arrived || (polls % POLLS_PER_TAIL_READ == 0 && self.is_terminated())
                 },
                 limit,
+                // No yields for a timed poll: one may cost a time slice, past the deadline.
+                deadline.is_none(),
             );
         }
         loop {

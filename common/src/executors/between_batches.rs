@@ -90,7 +90,7 @@ pub trait BetweenBatches: Sized + Send + Sync + 'static {
     /// which the worker spins.
     #[inline]
     fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
-        idle_spin::spin_for_work(work_hint, idle_spin::MAX_SPIN);
+        idle_spin::spin_for_work(work_hint, idle_spin::MAX_SPIN, true);
     }
 
     /// Gives back the memory of an idle locked half; returns the slots freed. Under the lock.

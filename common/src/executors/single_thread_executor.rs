@@ -32,8 +32,9 @@ use crate::executors::single_worker_executor::SingleWorkerExecutor;
 /// - **Memory back after a burst**: once the worker has been idle for the configured period
 ///   (1 s by default) it trims the queue back to at most 64 slots; no global trimmer thread.
 /// - **No busy idling**: an idle worker spins briefly (at most tens of microseconds, less
-///   while spinning does not pay, never yielding), then parks; producers make no wake-up call
-///   while the worker is awake.
+///   while spinning does not pay, never yielding; a few yields once spinning stops paying,
+///   on a machine busier than its cores), then parks; producers make no wake-up call while
+///   the worker is awake.
 ///
 /// A task that holds a clone of its own executor keeps it alive (as in Java, where the queue
 /// is reachable from the worker): shut such executors down explicitly.

@@ -364,18 +364,20 @@ impl BetweenBatches for Timers {
     }
 
     /// A bounded spin, never yielding, watching for immediate work and for a timer falling
-    /// due (adapted to whether spinning has been winning, `idle_spin.rs`); an idle executor
-    /// then parks (until the next deadline, if a timer is armed) and costs no CPU. With a
+    /// due (adapted to whether spinning has been winning, `idle_spin.rs`; a cold worker then
+    /// yields a few times, but not while a timer is armed: a yield may cost a time slice, and
+    /// the timer would be that late); an idle executor then parks (until the next deadline, if a timer is armed) and costs no CPU. With a
     /// timer armed the spin is at most `TIMER_SPIN`: the worker then parks until the deadline.
     #[inline]
     fn spin_for_work(&self, work_hint: impl Fn() -> bool) {
         let ready = || work_hint() || self.timer_due_hint();
-        let cap = if self.next_due.load(Ordering::Relaxed) == u64::MAX {
-            idle_spin::MAX_SPIN
-        } else {
+        let armed = self.next_due.load(Ordering::Relaxed) != u64::MAX;
+        let cap = if armed {
             TIMER_SPIN
+        } else {
+            idle_spin::MAX_SPIN
         };
-        idle_spin::spin_for_work(ready, cap);
+        idle_spin::spin_for_work(ready, cap, !armed);
     }
 
     /// The due list and an empty wheel entirely.
