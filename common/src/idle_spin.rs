@@ -49,8 +49,8 @@
 //! ours ÷ the fastest peer (median), without and with the yields: K=16 S=1 1.01x / 0.96x ->
 //! 0.80x / 0.77x, K=256 S=1 0.63x / 0.70x -> 0.52x / 0.58x, K=16 S=2 1.15x / 1.58x -> 0.87x /
 //! 1.23x; the consumer's receive beside two hogs 3,055 -> 1,705 ns per round trip; the quiet
-//! rows within noise. On an idle machine a yield returns at once: an idle cold worker pays a
-//! few system calls before it parks.
+//! rows within noise. On an idle machine a yield returns at once, so an idle cold worker pays a
+//! few system calls before it parks (their CPU cost is not measured).
 //!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.

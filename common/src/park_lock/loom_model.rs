@@ -88,20 +88,23 @@ fn loom_park_lock_three_threads_exclude_each_other_and_every_waiter_gets_in() {
     });
 }
 
+/// A thread that waits on the condition variable until the flag is set.
+fn spawn_flag_waiter(shared: &Arc<(Mutex<bool>, Condvar)>) -> thread::JoinHandle<()> {
+    let shared = Arc::clone(shared);
+    thread::spawn(move || {
+        let (flag, changed) = &*shared;
+        let mut flag = flag.lock();
+        while !*flag {
+            flag = changed.wait(flag);
+        }
+    })
+}
+
 #[test]
 fn loom_park_lock_a_notify_after_the_condition_changed_is_never_lost() {
     loom::model(|| {
         let shared = Arc::new((Mutex::new(false), Condvar::new()));
-        let waiter = {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                let (ready, changed) = &*shared;
-                let mut ready = ready.lock();
-                while !*ready {
-                    ready = changed.wait(ready);
-                }
-            })
-        };
+        let waiter = spawn_flag_waiter(&shared);
         let (ready, changed) = &*shared;
         *ready.lock() = true;
         changed.notify_one();
@@ -113,18 +116,7 @@ fn loom_park_lock_a_notify_after_the_condition_changed_is_never_lost() {
 fn loom_park_lock_notify_all_wakes_both_waiters() {
     loom::model(|| {
         let shared = Arc::new((Mutex::new(false), Condvar::new()));
-        let waiters: Vec<_> = (0..2)
-            .map(|_| {
-                let shared = Arc::clone(&shared);
-                thread::spawn(move || {
-                    let (go, changed) = &*shared;
-                    let mut go = go.lock();
-                    while !*go {
-                        go = changed.wait(go);
-                    }
-                })
-            })
-            .collect();
+        let waiters: Vec<_> = (0..2).map(|_| spawn_flag_waiter(&shared)).collect();
         let (go, changed) = &*shared;
         *go.lock() = true;
         changed.notify_all();
