@@ -25,9 +25,26 @@
 //! three), a preempted spin takes it all. While the score is positive the worker spins up to
 //! [`MAX_SPIN`] (or the caller's cap); at zero it is *cold*: it spins only [`SHORT_SPIN`],
 //! which still catches a producer that is running right now (one still pushing the batch the
-//! worker drains), and once every [`PROBE_EVERY`] it tries a full spin again: a probe that
-//! wins warms the worker up to [`WARM_SCORE`]. A cold worker's full spins therefore cost at
-//! most one [`MAX_SPIN`] per [`PROBE_EVERY`]; an idle executor spins once, then parks.
+//! worker drains), and now and then it tries a full spin again: a probe that wins warms the
+//! worker up to [`WARM_SCORE`].
+//!
+//! The first probe is due at once; after a probe that loses the next is due [`PROBE_EVERY`]
+//! later, and each further loss in a row doubles that wait, up to [`MAX_PROBE_EVERY`]; a probe
+//! that wins, or any other spin or look that sees work, brings it back to [`PROBE_EVERY`]. So a
+//! worker whose
+//! work comes too sparsely for any spin to win (an executor given a task every few
+//! milliseconds, a consumer between messages) ends up paying one [`MAX_SPIN`] per
+//! [`MAX_PROBE_EVERY`], not one per [`PROBE_EVERY`]; a worker whose producer comes back to life
+//! notices it at its next short spin and probes at its next wait. Measured on the Intel host
+//! with a throwaway probe (one task every 5 ms, the worker's CPU time per task, quiet
+//! machine): 59 us with a probe every 2 ms, 15.5 us with the back-off to 64 ms (11.5 us with
+//! 128 ms; std's mpsc receiver 4.4 us: it parks after a few microseconds). With the yield rule
+//! below, the hand-off bench's `sparse` row (one task, then a 1 ms pause) went from 38.6 to
+//! 7.5 us of worker CPU per batch (medians of 6 alternated processes; std_mpsc 7.2, flume
+//! 5.2, crossbeam 12.4). The cost of the back-off is in the other
+//! direction: a worker that went cold in a sparse phase and then gets work at intervals that
+//! only a full spin bridges (10 to 50 us, with no short spin winning meanwhile) parks on every
+//! wait until its next probe, at most [`MAX_PROBE_EVERY`] later.
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its
@@ -49,8 +66,19 @@
 //! ours ÷ the fastest peer (median), without and with the yields: K=16 S=1 1.01x / 0.96x ->
 //! 0.80x / 0.77x, K=256 S=1 0.63x / 0.70x -> 0.52x / 0.58x, K=16 S=2 1.15x / 1.58x -> 0.87x /
 //! 1.23x; the consumer's receive beside two hogs 3,055 -> 1,705 ns per round trip; the quiet
-//! rows within noise. On an idle machine a yield returns at once, so an idle cold worker pays a
-//! few system calls before it parks (their CPU cost is not measured).
+//! rows within noise.
+//!
+//! Yields are spent only while they win, as short spins are: after [`YIELD_LOSSES`] cold
+//! waits in a row whose yields all found nothing, a cold worker parks without yielding until
+//! its next probe or until a spin or look of it sees work. That is the idle executor's case: a
+//! yield returns at once when nothing else wants the core, so seven of them cost ~3 us per
+//! wait and catch nothing. (On this host's kernel, Linux 6.18, a yield also returned at once
+//! beside two CPU-burning processes: 20,000 yields, p50 0.41 us, p99 0.47 us; it lets a
+//! thread that was just woken run, not a burner.) The throwaway probe, one task every 1 ms, with the probe back-off: 9.0 us of
+//! worker CPU per task with the yields on every wait, 5.6 us with this rule (std's mpsc
+//! receiver: 5.0 us). Beside CPU burners, where yields can win, the oversubscribed rows
+//! (hand-off, queue, consumer) stayed within their round-to-round spread in 12 alternated
+//! processes of each build, as they did for the back-off.
 //!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
@@ -68,11 +96,19 @@ pub(crate) const MAX_SPIN: Duration = Duration::from_micros(50);
 pub(crate) const SHORT_SPIN: Duration = Duration::from_micros(4);
 /// A gap this long between two looks at the clock means the spinner lost its core.
 pub(crate) const PREEMPTED_GAP: Duration = Duration::from_micros(200);
-/// How often a cold worker tries a full spin.
+/// How long a cold worker waits between two full spins (probes) at first, and again after
+/// any spin of it saw work.
 pub(crate) const PROBE_EVERY: Duration = Duration::from_millis(2);
+/// The longest wait between two probes: each probe that loses doubles the wait, up to this.
+pub(crate) const MAX_PROBE_EVERY: Duration = Duration::from_millis(64);
+/// Doublings of [`PROBE_EVERY`] that reach [`MAX_PROBE_EVERY`] (2 ms << 5 = 64 ms).
+const MAX_PROBE_DOUBLINGS: u32 = 5;
 /// Yields, each followed by a look for work, of a cold worker whose spin found nothing,
 /// before it parks.
 pub(crate) const COLD_YIELDS: u32 = 7;
+/// Cold waits in a row whose yields all found nothing, after which a cold worker stops
+/// yielding until its next probe, or until a spin or look of it sees work.
+pub(crate) const YIELD_LOSSES: u8 = 4;
 /// Short spins in a row that may run out before a cold worker stops spinning until its next
 /// probe.
 pub(crate) const SHORT_LOSSES: u8 = 4;
@@ -122,6 +158,12 @@ pub(crate) struct IdleSpin {
     score: u8,
     /// When a cold worker last tried a full spin.
     last_probe: Option<Instant>,
+    /// Probes in a row that lost since a spin last saw work: each one after the first
+    /// doubles the wait for the next probe ([`IdleSpin::probe_wait`]).
+    lost_probes: u8,
+    /// Cold waits in a row whose yields found nothing, since the last probe or the last spin
+    /// that saw work (at [`YIELD_LOSSES`] the cold worker stops yielding until then).
+    yield_losses: u8,
     /// Short spins in a row that ran out since the last probe (at [`SHORT_LOSSES`] the cold
     /// worker stops spinning until its next probe).
     short_losses: u8,
@@ -161,7 +203,18 @@ pub(crate) fn spin_for_work(
             },
         )
     });
-    found || yield_for_work(yields, std::thread::yield_now, ready)
+    if found {
+        return true;
+    }
+    let seen = yield_for_work(yields, std::thread::yield_now, ready);
+    if yields > 0 {
+        CURRENT.with(|current| {
+            let mut spin = current.get();
+            spin.record_yields(seen);
+            current.set(spin);
+        });
+    }
+    seen
 }
 
 /// Yields (through `yield_now`) up to `yields` times, looking at `ready` after each; whether
@@ -190,6 +243,8 @@ impl IdleSpin {
         Self {
             score: MAX_SCORE,
             last_probe: None,
+            lost_probes: 0,
+            yield_losses: 0,
             short_losses: 0,
         }
     }
@@ -231,6 +286,14 @@ impl IdleSpin {
         found
     }
 
+    /// How long after the last probe the next one is due: [`PROBE_EVERY`] after a probe that
+    /// won or was the first to lose, doubled by each further loss, at most
+    /// [`MAX_PROBE_EVERY`].
+    fn probe_wait(&self) -> Duration {
+        let doublings = u32::from(self.lost_probes.saturating_sub(1)).min(MAX_PROBE_DOUBLINGS);
+        (PROBE_EVERY * (1 << doublings)).min(MAX_PROBE_EVERY)
+    }
+
     /// The spin to do at `now`, at most `cap` long.
     pub(crate) fn plan(&mut self, now: Instant, cap: Duration) -> SpinPlan {
         if self.score > 0 {
@@ -238,7 +301,7 @@ impl IdleSpin {
         }
         let probe_due = match self.last_probe {
             None => true,
-            Some(last) => now.saturating_duration_since(last) >= PROBE_EVERY,
+            Some(last) => now.saturating_duration_since(last) >= self.probe_wait(),
         };
         if probe_due {
             self.last_probe = Some(now);
@@ -254,17 +317,39 @@ impl IdleSpin {
     }
 
     /// Yields before parking after a spin that saw nothing: [`COLD_YIELDS`] when cold (the
-    /// spins have been losing: the machine is busier than its cores), none while warm.
+    /// spins have been losing: the machine is busier than its cores) unless the last
+    /// [`YIELD_LOSSES`] waits' yields all found nothing; none while warm.
     pub(crate) fn yields_before_park(&self) -> u32 {
-        if self.score == 0 {
+        if self.score == 0 && self.yield_losses < YIELD_LOSSES {
             COLD_YIELDS
         } else {
             0
         }
     }
 
+    /// Records whether the yields of a wait ([`yields_before_park`](Self::yields_before_park)
+    /// of them) found work.
+    pub(crate) fn record_yields(&mut self, seen: bool) {
+        self.yield_losses = if seen {
+            0
+        } else {
+            self.yield_losses.saturating_add(1)
+        };
+    }
+
     /// Records how a spin planned by [`plan`](Self::plan) ended.
     pub(crate) fn record(&mut self, plan: SpinPlan, outcome: SpinOutcome) {
+        let probe = matches!(plan, SpinPlan::Full(_)) && self.score == 0;
+        if outcome == SpinOutcome::Work {
+            // Work came while this thread waited: probes go back to their first pace, and
+            // yields (stopped or not) may win again.
+            self.lost_probes = 0;
+            self.yield_losses = 0;
+        } else if probe {
+            self.lost_probes = self.lost_probes.saturating_add(1);
+            // Yields get another chance after every probe.
+            self.yield_losses = 0;
+        }
         if let SpinPlan::Short(length) = plan {
             match outcome {
                 SpinOutcome::Work => self.short_losses = 0,
@@ -421,33 +506,97 @@ mod tests {
         assert_eq!(chill(&mut IdleSpin::new(), now), 4);
     }
 
-    #[test]
-    fn a_cold_worker_spins_short_and_probes_once_per_probe_interval() {
-        let mut spin = IdleSpin::new();
-        let start = Instant::now();
-        chill(&mut spin, start);
-        // The first idle moment after cooling down probes at once.
-        assert_eq!(spin.plan(start, MAX_SPIN), SpinPlan::Full(MAX_SPIN));
-        spin.record(SpinPlan::Full(MAX_SPIN), SpinOutcome::Exhausted);
+    /// Plays a cold worker's waits every `step` from `start` until `until`, every spin losing
+    /// (`short` is the outcome of its short spins); returns when it probed, as offsets from
+    /// `start`.
+    fn probe_times(
+        spin: &mut IdleSpin,
+        start: Instant,
+        step: Duration,
+        until: Duration,
+        short: SpinOutcome,
+    ) -> Vec<Duration> {
+        let mut probes = Vec::new();
         let mut now = start;
-        let mut probes = 0;
-        while now < start + 10 * PROBE_EVERY {
-            now += us(10);
+        while now < start + until {
             match spin.plan(now, MAX_SPIN) {
-                plan @ SpinPlan::Full(_) => {
-                    probes += 1;
+                plan @ SpinPlan::Full(length) => {
+                    assert_eq!(length, MAX_SPIN);
+                    probes.push(now - start);
                     spin.record(plan, SpinOutcome::Exhausted);
                 }
                 plan @ SpinPlan::Short(length) => {
-                    assert_eq!(length, SHORT_SPIN);
-                    // Short spins teach nothing, won or not.
-                    spin.record(plan, SpinOutcome::Work);
+                    assert!(length == SHORT_SPIN || length.is_zero(), "{length:?}");
+                    spin.record(plan, short);
                 }
             }
             assert!(spin.is_cold());
+            now += step;
         }
-        assert_eq!(probes, 10);
-        assert_eq!(spin.plan(now, us(2)), SpinPlan::Short(us(2)), "capped too");
+        probes
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_cold_worker_spins_short_and_probes_less_often_while_its_probes_lose() {
+        let mut spin = IdleSpin::new();
+        let start = Instant::now();
+        chill(&mut spin, start);
+        // Waits every 100 us for 400 ms, nothing ever seen: the first probe at once, then
+        // 2, 4, 8, 16, 32 ms apart, then every 64 ms.
+        let probes = probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        let expected: Vec<Duration> = [0, 2, 6, 14, 30, 62, 126, 190, 254, 318, 382]
+            .into_iter()
+            .map(ms)
+            .collect();
+        assert_eq!(probes, expected);
+        assert_eq!(
+            spin.plan(start + ms(383), us(2)),
+            SpinPlan::Short(Duration::ZERO)
+        );
+        assert_eq!(MAX_PROBE_EVERY, ms(64));
+    }
+
+    #[test]
+    fn work_seen_by_any_spin_brings_the_probes_back_to_their_first_pace() {
+        let start = Instant::now();
+        // Short spins that see work: a probe every PROBE_EVERY, however many lost.
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        let probes = probe_times(&mut spin, start, us(100), ms(20), SpinOutcome::Work);
+        assert_eq!(probes, (0..10).map(|n| n * PROBE_EVERY).collect::<Vec<_>>());
+        assert_eq!(
+            spin.plan(start + ms(19), us(2)),
+            SpinPlan::Short(us(2)),
+            "capped too"
+        );
+        // Backed off to 64 ms, then one short spin sees work: the next wait probes.
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        let short = spin.plan(start + ms(400), MAX_SPIN);
+        assert!(matches!(short, SpinPlan::Short(_)));
+        spin.record(short, SpinOutcome::Work);
+        assert!(matches!(
+            spin.plan(start + ms(400), MAX_SPIN),
+            SpinPlan::Full(_)
+        ));
+        // Backed off, then a probe wins: warm, and the next time it cools the first probe
+        // after its first one comes PROBE_EVERY later again.
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        let probe = spin.plan(start + ms(446), MAX_SPIN);
+        assert!(matches!(probe, SpinPlan::Full(_)));
+        spin.record(probe, SpinOutcome::Work);
+        assert!(!spin.is_cold());
+        chill(&mut spin, start + ms(446));
+        let later = start + ms(500);
+        let probes = probe_times(&mut spin, later, us(100), ms(10), SpinOutcome::Exhausted);
+        assert_eq!(probes, vec![ms(0), ms(2), ms(6)]);
     }
 
     #[test]
@@ -580,6 +729,43 @@ mod tests {
         let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
         spin.record(probe, SpinOutcome::Work);
         assert_eq!(spin.yields_before_park(), 0);
+    }
+
+    #[test]
+    fn yields_that_keep_finding_nothing_stop_until_a_probe_or_a_spin_sees_work() {
+        let start = Instant::now();
+        let mut spin = cold_after_a_lost_probe(start);
+        for _ in 0..YIELD_LOSSES {
+            assert_eq!(spin.yields_before_park(), COLD_YIELDS);
+            spin.record_yields(false);
+        }
+        assert_eq!(spin.yields_before_park(), 0, "stopped");
+        // A short spin that sees work restarts them.
+        let short = spin.plan(start + us(1), MAX_SPIN);
+        assert!(matches!(short, SpinPlan::Short(_)));
+        spin.record(short, SpinOutcome::Work);
+        assert_eq!(spin.yields_before_park(), COLD_YIELDS);
+        // Yields that find work reset the count.
+        for _ in 1..YIELD_LOSSES {
+            spin.record_yields(false);
+        }
+        spin.record_yields(true);
+        for _ in 1..YIELD_LOSSES {
+            spin.record_yields(false);
+        }
+        assert_eq!(
+            spin.yields_before_park(),
+            COLD_YIELDS,
+            "counted from the win"
+        );
+        spin.record_yields(false);
+        assert_eq!(spin.yields_before_park(), 0);
+        // The next probe restarts them, whatever it finds.
+        let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
+        assert!(matches!(probe, SpinPlan::Full(_)));
+        spin.record(probe, SpinOutcome::Exhausted);
+        assert!(spin.is_cold());
+        assert_eq!(spin.yields_before_park(), COLD_YIELDS);
     }
 
     #[test]

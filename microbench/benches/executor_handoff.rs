@@ -6,7 +6,9 @@
 //! {16, 256}; S in {1, 2, 8} concurrent submitters, each with at most one batch outstanding
 //! (JMH's `-t S`). Every configuration is measured quiet and oversubscribed (two CPU-burning
 //! threads running beside it, started and stopped around each executor's measurement), in
-//! interleaved rounds (all executors of round 1, then round 2, ...).
+//! interleaved rounds (all executors of round 1, then round 2, ...). One more configuration,
+//! `sparse`, measures what a worker spends waiting: K=1, S=1, the submitter pausing 1 ms after
+//! each batch, so the worker waits for work once per batch.
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::{AllocStats, CountingAllocator};
@@ -16,6 +18,7 @@ use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::settings::skipped_by_filter;
 use microbench::{Probe, Progress, Settings};
+use std::time::Duration;
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator;
@@ -31,21 +34,33 @@ const BYTES_PER_BATCH: &str = "B/batch";
 const ALLOCS_PER_BATCH: &str = "allocs/batch";
 const LATCH_BYTES: &str = "latch B/batch";
 
-/// What runs beside the hand-off.
+/// What runs beside the hand-off, and how the submitters pace it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Load {
-    /// Nothing.
+    /// Nothing; batch after batch.
     Quiet,
-    /// [`OVERSUBSCRIBING_BURNERS`] CPU-burning threads.
+    /// [`OVERSUBSCRIBING_BURNERS`] CPU-burning threads; batch after batch.
     Oversubscribed,
+    /// Nothing; each submitter pauses [`SPARSE_PAUSE`] after each batch, so the worker waits
+    /// for work (and spends CPU waiting) once per batch.
+    Sparse,
 }
 
+/// The loads of the K x S grid.
 const LOADS: [Load; 2] = [Load::Quiet, Load::Oversubscribed];
+/// The sparse configuration: one task per batch, one submitter, a pause after each batch.
+const SPARSE: (usize, usize) = (1, 1);
+/// The submitter's pause after each batch in the sparse configuration.
+const SPARSE_PAUSE: Duration = Duration::from_millis(1);
 
 fn group_name(tasks: usize, submitters: usize, load: Load) -> String {
     match load {
         Load::Quiet => format!("K={tasks} S={submitters}"),
         Load::Oversubscribed => format!("K={tasks} S={submitters} oversubscribed"),
+        Load::Sparse => format!(
+            "K={tasks} S={submitters} sparse (a {} ms pause after each batch)",
+            SPARSE_PAUSE.as_millis()
+        ),
     }
 }
 
@@ -62,6 +77,7 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             match load {
                 Load::Quiet => "",
                 Load::Oversubscribed => ", oversubscribed",
+                Load::Sparse => ", sparse",
             }
         ),
         figure: US_PER_BATCH.into(),
@@ -86,7 +102,11 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             `oversubscribed`: two threads burning CPU (busy loops, no yields) run beside the \
             hand-off, started before and stopped after each executor's measurement, \
             so the machine has more busy threads than cores; their CPU time is left out of \
-            CPU us/batch (process CPU time minus the burners' thread CPU time)."
+            CPU us/batch (process CPU time minus the burners' thread CPU time). `sparse`: \
+            K=1, S=1, the submitter sleeping 1 ms after each batch, quiet machine: the worker \
+            finds its queue empty after every batch, so its CPU time per batch (`worker CPU \
+            us/batch`) is what it spends waiting for work (spinning, yielding, parking, being \
+            woken) plus one task; us/batch includes the 1 ms pause."
             .into(),
         group_label: "configuration".into(),
         variant_label: "executor".into(),
@@ -148,6 +168,16 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             speed(0.5, &[256], &[1, 2], Load::Quiet),
             speed(0.7, &[256], &[8], Load::Quiet),
             speed(1.0, &TASKS, &SUBMITTERS, Load::Oversubscribed),
+            Target {
+                description: "worker CPU us/batch of ours <= 1.0x the best peer's when the \
+                    worker waits for every batch (sparse: a spin that cannot win must not \
+                    cost)"
+                    .into(),
+                figure: WORKER_CPU_PER_BATCH.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec![group_name(SPARSE.0, SPARSE.1, Load::Sparse)],
+            },
         ],
         notes: vec![format!(
             "The harness allocates {} time(s) and {} B per batch for every executor (its latch \
@@ -176,7 +206,11 @@ impl ExecutorVisitor for Configuration<'_, '_> {
         let oversubscribed = self.load == Load::Oversubscribed;
         let id = format!(
             "k{k}_s{s}{}/{}/r{}",
-            if oversubscribed { "_over" } else { "" },
+            match self.load {
+                Load::Quiet => "",
+                Load::Oversubscribed => "_over",
+                Load::Sparse => "_sparse",
+            },
             E::NAME,
             self.round
         );
@@ -186,7 +220,11 @@ impl ExecutorVisitor for Configuration<'_, '_> {
             return;
         }
         let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
-        let rig = HandoffRig::<E>::start(s, k);
+        let pause = match self.load {
+            Load::Sparse => SPARSE_PAUSE,
+            Load::Quiet | Load::Oversubscribed => Duration::ZERO,
+        };
+        let rig = HandoffRig::<E>::start_paced(s, k, pause);
         let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
         let worker_cpu = || rig.worker_cpu();
         self.group.bench_function(id, |b| {
@@ -245,9 +283,7 @@ fn executor_handoff(c: &mut Criterion) {
     let latch = handoff::latch_cost();
     report::declare(&meta(&latch), &settings).expect("write the bench report");
     let total = settings.rounds as usize
-        * LOADS.len()
-        * TASKS.len()
-        * SUBMITTERS.len()
+        * (LOADS.len() * TASKS.len() * SUBMITTERS.len() + 1)
         * executors::NAMES.len();
     let mut progress = Progress::new(BENCH, total);
     let mut group = c.benchmark_group(BENCH);
@@ -269,6 +305,16 @@ fn executor_handoff(c: &mut Criterion) {
                 }
             }
         }
+        executors::visit_all(&mut Configuration {
+            group: &mut group,
+            progress: &mut progress,
+            settings: &settings,
+            latch,
+            round,
+            tasks: SPARSE.0,
+            submitters: SPARSE.1,
+            load: Load::Sparse,
+        });
     }
     group.finish();
 }

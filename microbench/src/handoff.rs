@@ -78,7 +78,8 @@ pub fn latch_cost() -> AllocStats {
 }
 
 /// One executor with `submitters` persistent submitting threads, each with at most one batch
-/// of `tasks` tasks outstanding (JMH's `-t N`).
+/// of `tasks` tasks outstanding (JMH's `-t N`), and optionally a pause after each batch (the
+/// executor then goes idle between batches).
 pub struct HandoffRig<E: Executor> {
     executor: Option<E>,
     crew: Option<Crew>,
@@ -89,8 +90,16 @@ pub struct HandoffRig<E: Executor> {
 }
 
 impl<E: Executor> HandoffRig<E> {
-    /// Starts the executor and the submitting threads.
+    /// Starts the executor and the submitting threads, which submit batch after batch.
     pub fn start(submitters: usize, tasks: usize) -> Self {
+        Self::start_paced(submitters, tasks, Duration::ZERO)
+    }
+
+    /// As [`start`](Self::start), each submitter sleeping `pause` after each batch: the
+    /// worker finds its queue empty after every batch and waits for the next, so its CPU time
+    /// per batch is what an executor with sparse work spends on waiting (spinning, yielding,
+    /// parking and being woken). The pause is the workload here, not synchronisation.
+    pub fn start_paced(submitters: usize, tasks: usize, pause: Duration) -> Self {
         let executor = E::start();
         let jobs = (0..submitters)
             .map(|_| {
@@ -98,6 +107,9 @@ impl<E: Executor> HandoffRig<E> {
                 Box::new(move |iters: u64| {
                     for _ in 0..iters {
                         submit_and_complete(&handle, tasks);
+                        if !pause.is_zero() {
+                            std::thread::sleep(pause);
+                        }
                     }
                 }) as Job
             })
