@@ -328,13 +328,15 @@ impl IdleSpin {
     }
 
     /// Records whether the yields of a wait ([`yields_before_park`](Self::yields_before_park)
-    /// of them) found work.
+    /// of them) found work: work seen after a yield is work seen while waiting, so it also
+    /// brings the probes back to their first pace.
     pub(crate) fn record_yields(&mut self, seen: bool) {
-        self.yield_losses = if seen {
-            0
+        if seen {
+            self.yield_losses = 0;
+            self.lost_probes = 0;
         } else {
-            self.yield_losses.saturating_add(1)
-        };
+            self.yield_losses = self.yield_losses.saturating_add(1);
+        }
     }
 
     /// Records how a spin planned by [`plan`](Self::plan) ended.
@@ -732,7 +734,7 @@ mod tests {
     }
 
     #[test]
-    fn yields_that_keep_finding_nothing_stop_until_a_probe_or_a_spin_sees_work() {
+    fn yields_that_keep_finding_nothing_stop_until_a_probe_or_a_look_sees_work() {
         let start = Instant::now();
         let mut spin = cold_after_a_lost_probe(start);
         for _ in 0..YIELD_LOSSES {
@@ -745,10 +747,27 @@ mod tests {
         assert!(matches!(short, SpinPlan::Short(_)));
         spin.record(short, SpinOutcome::Work);
         assert_eq!(spin.yields_before_park(), COLD_YIELDS);
-        // Yields that find work reset the count.
+        // Yields that find work reset the count, and the probes' pace.
         for _ in 1..YIELD_LOSSES {
             spin.record_yields(false);
         }
+        let mut backed_off = cold_after_a_lost_probe(start);
+        probe_times(
+            &mut backed_off,
+            start,
+            us(100),
+            ms(400),
+            SpinOutcome::Exhausted,
+        );
+        assert!(matches!(
+            backed_off.plan(start + ms(400), MAX_SPIN),
+            SpinPlan::Short(_)
+        ));
+        backed_off.record_yields(true);
+        assert!(matches!(
+            backed_off.plan(start + ms(400), MAX_SPIN),
+            SpinPlan::Full(_)
+        ));
         spin.record_yields(true);
         for _ in 1..YIELD_LOSSES {
             spin.record_yields(false);
