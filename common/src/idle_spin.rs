@@ -35,8 +35,8 @@
 //! work comes too sparsely for any spin to win (an executor given a task every few
 //! milliseconds, a consumer between messages) ends up paying one [`MAX_SPIN`] per
 //! [`MAX_PROBE_EVERY`], not one per [`PROBE_EVERY`]; a worker whose producer comes back to life
-//! notices it at its next short spin and probes at its next wait. Measured on the Intel host
-//! with a throwaway probe (one task every 5 ms, the worker's CPU time per task, quiet
+//! notices it at its next short spin and probes at its next wait. Measured on an AMD EPYC
+//! host (2 vCPUs, Linux 6.18, 2026-12-02) with a throwaway probe (one task every 5 ms, the worker's CPU time per task, quiet
 //! machine): 59 us with a probe every 2 ms, 15.5 us with the back-off to 64 ms (11.5 us with
 //! 128 ms; std's mpsc receiver 4.4 us: it parks after a few microseconds). With the yield rule
 //! below, the hand-off bench's `sparse` row (one task, then a 1 ms pause) went from 38.6 to
@@ -72,7 +72,7 @@
 //! waits in a row whose yields all found nothing, a cold worker parks without yielding until
 //! its next probe or until a spin or look of it sees work. That is the idle executor's case: a
 //! yield returns at once when nothing else wants the core, so seven of them cost ~3 us per
-//! wait and catch nothing. (On this host's kernel, Linux 6.18, a yield also returned at once
+//! wait and catch nothing. (On the AMD EPYC host, a yield also returned at once
 //! beside two CPU-burning processes: 20,000 yields, p50 0.41 us, p99 0.47 us; it lets a
 //! thread that was just woken run, not a burner.) The throwaway probe, one task every 1 ms, with the probe back-off: 9.0 us of
 //! worker CPU per task with the yields on every wait, 5.6 us with this rule (std's mpsc
