@@ -31,20 +31,19 @@
 //! The first probe is due at once; after a probe that loses the next is due [`PROBE_EVERY`]
 //! later, and each further loss in a row doubles that wait, up to [`MAX_PROBE_EVERY`]; a probe
 //! that wins, or any other spin or look that sees work, brings it back to [`PROBE_EVERY`]. So a
-//! worker whose
-//! work comes too sparsely for any spin to win (an executor given a task every few
+//! worker whose work comes too sparsely for any spin to win (an executor given a task every few
 //! milliseconds, a consumer between messages) ends up paying one [`MAX_SPIN`] per
 //! [`MAX_PROBE_EVERY`], not one per [`PROBE_EVERY`]; a worker whose producer comes back to life
-//! notices it at its next short spin and probes at its next wait. Measured on an AMD EPYC
-//! host (2 vCPUs, Linux 6.18, 2026-12-02) with a throwaway probe (one task every 5 ms, the worker's CPU time per task, quiet
-//! machine): 59 us with a probe every 2 ms, 15.5 us with the back-off to 64 ms (11.5 us with
-//! 128 ms; std's mpsc receiver 4.4 us: it parks after a few microseconds). With the yield rule
-//! below, the hand-off bench's `sparse` row (one task, then a 1 ms pause) went from 38.6 to
-//! 7.5 us of worker CPU per batch (medians of 6 alternated processes; std_mpsc 7.2, flume
-//! 5.2, crossbeam 12.4). The cost of the back-off is in the other
-//! direction: a worker that went cold in a sparse phase and then gets work at intervals that
-//! only a full spin bridges (10 to 50 us, with no short spin winning meanwhile) parks on every
-//! wait until its next probe, at most [`MAX_PROBE_EVERY`] later.
+//! notices it at its next short spin and probes at its next wait. Measured on an AMD EPYC host
+//! (2 vCPUs, Linux 6.18, 2026-12-02) with a throwaway probe (one task every 5 ms, the worker's
+//! CPU time per task, quiet machine): 59 us with a probe every 2 ms, 15.5 us with the back-off
+//! to 64 ms (11.5 us with 128 ms; std's mpsc receiver 4.4 us: it parks after a few
+//! microseconds). With the yield rule below, the hand-off bench's `sparse` row (one task, then
+//! a 1 ms pause) went from 38.6 to 7.5 us of worker CPU per batch (medians of 6 alternated
+//! processes; std_mpsc 7.2, flume 5.2, crossbeam 12.4). The cost of the back-off is in the
+//! other direction: a worker that went cold in a sparse phase and then gets work at intervals
+//! that only a full spin bridges (10 to 50 us, with no short spin winning meanwhile) parks on
+//! every wait until its next probe, at most [`MAX_PROBE_EVERY`] later.
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its
@@ -68,14 +67,13 @@
 //! 1.23x; the consumer's receive beside two hogs 3,055 -> 1,705 ns per round trip; the quiet
 //! rows within noise.
 //!
-//! Yields are spent only while they win, as short spins are: after [`YIELD_LOSSES`] cold
-//! waits in a row whose yields all found nothing, a cold worker parks without yielding until
-//! its next probe or until a spin or look of it sees work. That is the idle executor's case: a
-//! yield returns at once when nothing else wants the core, so seven of them cost ~3 us per
-//! wait and catch nothing. (On the AMD EPYC host, a yield also returned at once
-//! beside two CPU-burning processes: 20,000 yields, p50 0.41 us, p99 0.47 us; it lets a
-//! thread that was just woken run, not a burner.) The throwaway probe, one task every 1 ms, with the probe back-off: 9.0 us of
-//! worker CPU per task with the yields on every wait, 5.6 us with this rule (std's mpsc
+//! Yields are spent only while they win, as short spins are: after [`YIELD_LOSSES`] cold waits
+//! in a row whose yields all found nothing, a cold worker parks without yielding until its next
+//! probe or until a spin or look of it sees work. That is the idle executor's case: a yield
+//! returns at once when nothing else wants the core, so seven of them cost ~3 us per wait and
+//! catch nothing. (On the AMD EPYC host, a yield also returned at once beside two CPU-burning
+//! processes: 20,000 yields, p50 0.41 us, p99 0.47 us.) The throwaway probe, one task every 1 ms, with the probe back-off: 9.0
+//! us of worker CPU per task with the yields on every wait, 5.6 us with this rule (std's mpsc
 //! receiver: 5.0 us). Beside CPU burners, where yields can win, the oversubscribed rows
 //! (hand-off, queue, consumer) stayed within their round-to-round spread in 12 alternated
 //! processes of each build, as they did for the back-off.
