@@ -148,6 +148,7 @@ fn meta(latch: &AllocStats) -> BenchMeta {
         ratio_figures: vec![
             US_PER_BATCH.into(),
             CPU_PER_BATCH.into(),
+            WORKER_CPU_PER_BATCH.into(),
             BYTES_PER_BATCH.into(),
         ],
         chart_figures: vec![US_PER_BATCH.into(), BYTES_PER_BATCH.into()],

@@ -149,6 +149,7 @@ fn unix_seconds() -> u64 {
 ///
 /// When the directory or file cannot be written.
 pub fn declare(meta: &BenchMeta, settings: &Settings) -> io::Result<()> {
+    check_targets_compare_ratioed_figures(meta)?;
     if Settings::is_dry_run() {
         return Ok(());
     }
@@ -158,6 +159,26 @@ pub fn declare(meta: &BenchMeta, settings: &Settings) -> io::Result<()> {
     }
     let mut file = File::create(&path)?;
     writeln!(file, "{}", meta_json(meta, settings))
+}
+
+/// The report checks a target against the per-round ratios of its figure, which exist only
+/// for the bench's `ratio_figures`: a target on any other figure would never be checked.
+fn check_targets_compare_ratioed_figures(meta: &BenchMeta) -> io::Result<()> {
+    match meta
+        .targets
+        .iter()
+        .find(|target| !meta.ratio_figures.contains(&target.figure))
+    {
+        Some(target) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "bench {}: the target \"{}\" compares `{}`, which is not among its ratio \
+                 figures {:?}, so it could never be checked",
+                meta.bench, target.description, target.figure, meta.ratio_figures
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn meta_json(meta: &BenchMeta, settings: &Settings) -> Value {
@@ -244,4 +265,44 @@ fn append(bench: &str, value: &Value) -> io::Result<()> {
     }
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
     writeln!(file, "{value}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(target_figure: &str) -> BenchMeta {
+        BenchMeta {
+            bench: "demo".into(),
+            title: "Demo".into(),
+            description: "d".into(),
+            group_label: "config".into(),
+            variant_label: "executor".into(),
+            variants: vec!["peer".into(), "ours".into()],
+            baseline: Some("peer".into()),
+            subject: Some("ours".into()),
+            figures: vec![
+                FigureSpec::new("us", "time", 2),
+                FigureSpec::new("cpu", "cpu", 2),
+            ],
+            ratio_figures: vec!["us".into()],
+            chart_figures: vec!["us".into()],
+            targets: vec![Target {
+                description: "lean".into(),
+                figure: target_figure.into(),
+                against: Against::BestPeer,
+                max_ratio: 1.0,
+                groups: vec!["g".into()],
+            }],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn a_target_on_a_figure_without_ratios_is_refused() {
+        assert!(check_targets_compare_ratioed_figures(&meta("us")).is_ok());
+        let error = check_targets_compare_ratioed_figures(&meta("cpu")).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+        assert!(error.to_string().contains("`cpu`"), "{error}");
+    }
 }
