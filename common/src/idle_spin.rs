@@ -540,6 +540,15 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// A policy made cold at `start` whose probes then lost for 400 ms, waiting every 100 us:
+    /// its last probe was at 382 ms and the next is due 64 ms after it.
+    fn backed_off(start: Instant) -> IdleSpin {
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        spin
+    }
+
     #[test]
     fn a_cold_worker_spins_short_and_probes_less_often_while_its_probes_lose() {
         let mut spin = IdleSpin::new();
@@ -574,9 +583,7 @@ mod tests {
             "capped too"
         );
         // Backed off to 64 ms, then one short spin sees work: the next wait probes.
-        let mut spin = IdleSpin::new();
-        chill(&mut spin, start);
-        probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        let mut spin = backed_off(start);
         let short = spin.plan(start + ms(400), MAX_SPIN);
         assert!(matches!(short, SpinPlan::Short(_)));
         spin.record(short, SpinOutcome::Work);
@@ -586,9 +593,7 @@ mod tests {
         ));
         // Backed off, then a probe wins: warm, and the next time it cools the first probe
         // after its first one comes PROBE_EVERY later again.
-        let mut spin = IdleSpin::new();
-        chill(&mut spin, start);
-        probe_times(&mut spin, start, us(100), ms(400), SpinOutcome::Exhausted);
+        let mut spin = backed_off(start);
         let probe = spin.plan(start + ms(446), MAX_SPIN);
         assert!(matches!(probe, SpinPlan::Full(_)));
         spin.record(probe, SpinOutcome::Work);
@@ -749,21 +754,14 @@ mod tests {
         for _ in 1..YIELD_LOSSES {
             spin.record_yields(false);
         }
-        let mut backed_off = cold_after_a_lost_probe(start);
-        probe_times(
-            &mut backed_off,
-            start,
-            us(100),
-            ms(400),
-            SpinOutcome::Exhausted,
-        );
+        let mut slow = backed_off(start);
         assert!(matches!(
-            backed_off.plan(start + ms(400), MAX_SPIN),
+            slow.plan(start + ms(400), MAX_SPIN),
             SpinPlan::Short(_)
         ));
-        backed_off.record_yields(true);
+        slow.record_yields(true);
         assert!(matches!(
-            backed_off.plan(start + ms(400), MAX_SPIN),
+            slow.plan(start + ms(400), MAX_SPIN),
             SpinPlan::Full(_)
         ));
         spin.record_yields(true);

@@ -279,43 +279,44 @@ impl ExecutorVisitor for Configuration<'_, '_> {
     }
 }
 
+/// Every configuration of a round, in the order measured: (load, K, S) for the K x S grid
+/// quiet, then oversubscribed, then the sparse one.
+fn configurations() -> Vec<(Load, usize, usize)> {
+    LOADS
+        .iter()
+        .flat_map(|&load| {
+            TASKS.iter().flat_map(move |&tasks| {
+                SUBMITTERS
+                    .iter()
+                    .map(move |&submitters| (load, tasks, submitters))
+            })
+        })
+        .chain(std::iter::once((Load::Sparse, SPARSE.0, SPARSE.1)))
+        .collect()
+}
+
 fn executor_handoff(c: &mut Criterion) {
     let settings = Settings::from_env();
     let latch = handoff::latch_cost();
     report::declare(&meta(&latch), &settings).expect("write the bench report");
-    let total = settings.rounds as usize
-        * (LOADS.len() * TASKS.len() * SUBMITTERS.len() + 1)
-        * executors::NAMES.len();
+    let configurations = configurations();
+    let total = settings.rounds as usize * configurations.len() * executors::NAMES.len();
     let mut progress = Progress::new(BENCH, total);
     let mut group = c.benchmark_group(BENCH);
     settings.configure(&mut group);
     for round in 1..=settings.rounds {
-        for load in LOADS {
-            for tasks in TASKS {
-                for submitters in SUBMITTERS {
-                    executors::visit_all(&mut Configuration {
-                        group: &mut group,
-                        progress: &mut progress,
-                        settings: &settings,
-                        latch,
-                        round,
-                        tasks,
-                        submitters,
-                        load,
-                    });
-                }
-            }
+        for &(load, tasks, submitters) in &configurations {
+            executors::visit_all(&mut Configuration {
+                group: &mut group,
+                progress: &mut progress,
+                settings: &settings,
+                latch,
+                round,
+                tasks,
+                submitters,
+                load,
+            });
         }
-        executors::visit_all(&mut Configuration {
-            group: &mut group,
-            progress: &mut progress,
-            settings: &settings,
-            latch,
-            round,
-            tasks: SPARSE.0,
-            submitters: SPARSE.1,
-            load: Load::Sparse,
-        });
     }
     group.finish();
 }
