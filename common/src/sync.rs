@@ -7,7 +7,9 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
+    };
     pub(crate) use std::sync::Arc;
 
     /// One step of a wait for another thread that is between two instructions (a producer
@@ -61,7 +63,9 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
+    };
     pub(crate) use loom::sync::Arc;
 
     /// Under loom a wait for another thread yields to loom's scheduler at once.

@@ -142,15 +142,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 /// are skipped here by name and run natively and under valgrind. Which run executes each file
 /// with `unsafe` is checked before the first step (`unsafe_coverage.rs`).
 pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
-    // Task slots, batches and the ring (unit tests; the timer wheel's are safe code, checked
-    // natively), then both executors' suites (the workers' claim protocol, shutdown_now's
+    // Task slots, batches, the ring and the timer wheel's intrusive lists (unit tests, the
+    // wheel's model with a few cases), then both executors' suites (the workers' claim protocol, shutdown_now's
     // hand-back, panics and drops in every place), submitted tasks' cancel and spawned
     // futures (their queue entries in task slots: run, dropped, handed back, downcast on
     // rejection), groups and pooled buffer lists.
-    (
-        "pulsar-common",
-        &["--lib", "--", "--skip", "executors::scheduled::timer_wheel"],
-    ),
+    ("pulsar-common", &["--lib"]),
     (
         "pulsar-common",
         &[

@@ -46,7 +46,12 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
     (
         "common/src/executors/scheduled/timer_entry.rs",
         "pulsar-common",
-        &["scheduled_executor"],
+        &["--lib", "scheduled_executor"],
+    ),
+    (
+        "common/src/executors/scheduled/timer_wheel.rs",
+        "pulsar-common",
+        &["--lib", "scheduled_executor"],
     ),
     (
         "common/src/executors/task_batch.rs",

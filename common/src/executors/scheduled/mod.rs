@@ -7,9 +7,9 @@
 //!   executor (`ScheduledCore` is `ExecutorCore<Timers>`).
 //! - `scheduled_core.rs`: the scheduled executor's own operations on that core: arm, cancel,
 //!   re-arm, fire.
-//! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel over an
-//!   indexed, paged slab (`node_slab.rs`) whose entries know their slot, so `cancel` unlinks and
-//!   frees an entry in O(1).
+//! - `TimerWheel` (`timer_wheel.rs`): the delay structure, a hierarchical timing wheel whose
+//!   slot lists link the entries themselves (each knows its list), so `cancel` unlinks and
+//!   frees an entry in O(1) and the wheel allocates nothing per timer.
 //! - `DueNowLane` (`due_now_lane.rs`): beside the wheel's levels, the timers that were due
 //!   when armed, in firing order (a `schedule(Duration::ZERO, ..)` stream costs the worker one
 //!   append per pass).
@@ -24,7 +24,7 @@
 
 mod due_now_lane;
 mod due_stream;
-mod node_slab;
+
 mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;

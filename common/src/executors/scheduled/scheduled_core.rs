@@ -69,7 +69,7 @@ impl ScheduledCore {
                     position.and_then(|position| due.remove(position))
                 })
             }
-            index => Some(queue.between.remove(index)),
+            _ => Some(queue.between.remove(entry.header())),
         };
         if let Some(removed) = &removed {
             removed.header().set_heap_index(NOT_IN_HEAP);

@@ -205,9 +205,11 @@ impl ScheduledExecutor {
         self.core().armed_timers()
     }
 
-    /// Timer slots held now (the wheel's paged slab and its lane of due timers): a page is freed
-    /// as it empties and sparse storage is packed by Pulsar's trim rule, so a burst of
-    /// scheduled-then-cancelled timers gives its memory back.
+    /// Timer slots held now, beside the timers' own entries: the timer wheel's list heads (576,
+    /// once a timer was armed) and its lane of due timers. None per armed timer: the wheel
+    /// links the entries themselves, and a cancelled timer's entry is freed with its handle,
+    /// so a burst of scheduled-then-cancelled timers leaves nothing behind. An idle worker
+    /// frees the list heads and the lane of an empty wheel.
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()
     }

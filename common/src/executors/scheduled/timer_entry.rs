@@ -2,8 +2,9 @@
 
 use crate::executors::task_error::TaskError;
 use crate::executors::thread_factory::panic_message;
-use crate::sync::{AtomicU8, AtomicUsize, Condvar, Mutex, Ordering, UnsafeCell};
+use crate::sync::{AtomicU16, AtomicU8, Condvar, Mutex, Ordering, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -39,10 +40,10 @@ fn is_final(word: u8) -> bool {
 
 /// The `heap_index` of an entry that is neither in the timer heap nor in the worker's due
 /// list: claimed by the worker, handed back by `shutdown_now`, or finished.
-pub(crate) const NOT_IN_HEAP: usize = usize::MAX;
+pub(crate) const NOT_IN_HEAP: u16 = u16::MAX;
 
 /// The `heap_index` of an entry that fell due and waits in the worker's due list.
-pub(crate) const IN_DUE_LIST: usize = usize::MAX - 1;
+pub(crate) const IN_DUE_LIST: u16 = u16::MAX - 1;
 
 /// The part of an entry the heap, the worker and `cancel` share, whatever the closure's type.
 pub(crate) struct EntryHeader {
@@ -52,13 +53,47 @@ pub(crate) struct EntryHeader {
     /// (`SCHEDULED -> CANCELLED`) happens. The state also says who owns the entry's closure
     /// and outcome cells (see [`TimerEntry`]).
     state: AtomicU8,
-    /// Where the entry is: its slab index in the timer wheel, [`IN_DUE_LIST`] or
-    /// [`NOT_IN_HEAP`]. Slab indices change only under the executor's queue lock, and the wheel
-    /// updates them on every move, so `cancel` (which holds that lock) finds the entry and
-    /// unlinks it in O(1). `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
+    /// Where the entry is: its slot list in the timer wheel, [`IN_DUE_LIST`] or
+    /// [`NOT_IN_HEAP`]. Slot lists change only under the executor's queue lock, and the wheel
+    /// updates them on every move, so `cancel` (which holds that lock) finds the entry's list
+    /// and unlinks it in O(1). 16 bits (the wheel has 576 lists), so that the state, this and
+    /// `done` share one word: the entry stays small. `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
     /// worker's claim under the due-list lock; `cancel` re-checks under that lock. Every
     /// access is ordered by one of those locks, hence `Relaxed`.
-    heap_index: AtomicUsize,
+    heap_index: AtomicU16,
+    /// `join` waits here for the outcome (with the entry's `waiters` lock). Here rather than
+    /// beside that lock only to share a word with the state.
+    done: Condvar,
+    /// The entry's key and neighbours while it is in a slot list of the timer wheel. Only the
+    /// wheel touches them, and only under the executor's queue lock (see [`WheelLinks`]).
+    links: std::cell::UnsafeCell<WheelLinks>,
+}
+
+/// An armed entry's place in the timer wheel (`timer_wheel.rs`): its key and its neighbours
+/// in its slot's doubly linked list. The wheel links the entries themselves, so arming and
+/// cancelling a timer allocate and free nothing but the entry.
+///
+/// Only the wheel reads or writes these fields, and the wheel lives under the executor's queue
+/// lock: every access is made by the thread holding that lock, through
+/// [`EntryHeader::links`], and no reference to them outlives the wheel call that made it.
+pub(crate) struct WheelLinks {
+    /// Nanoseconds from the wheel's origin to the deadline.
+    pub(crate) deadline: u64,
+    /// Arming order, the tie-break between equal deadlines.
+    pub(crate) seq: u64,
+    /// The previous entry of the slot list.
+    pub(crate) prev: Option<NonNull<EntryHeader>>,
+    /// The next entry of the slot list: the wheel's strong reference to it, from
+    /// `Arc::into_raw`.
+    pub(crate) next: Option<NonNull<dyn Timer>>,
+}
+
+impl WheelLinks {
+    /// The order of timers: deadline, then arming order.
+    #[inline]
+    pub(crate) fn key(&self) -> (u64, u64) {
+        (self.deadline, self.seq)
+    }
 }
 
 /// A won cancel ([`EntryHeader::try_cancel`]), to be finished with [`Timer::finish_cancel`]
@@ -76,8 +111,30 @@ impl EntryHeader {
     fn new() -> Self {
         Self {
             state: AtomicU8::new(SCHEDULED),
-            heap_index: AtomicUsize::new(NOT_IN_HEAP),
+            heap_index: AtomicU16::new(NOT_IN_HEAP),
+            done: Condvar::new(),
+            links: std::cell::UnsafeCell::new(WheelLinks {
+                deadline: 0,
+                seq: 0,
+                prev: None,
+                next: None,
+            }),
         }
+    }
+
+    /// The wheel's links of this entry.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the timer wheel, holding the executor's queue lock (the only lock under
+    /// which the links are touched), and holds no other reference to these links while it
+    /// uses the one returned.
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    #[inline]
+    pub(crate) unsafe fn links(&self) -> &mut WheelLinks {
+        // SAFETY: the caller's contract: one thread at a time (the queue lock's holder), and
+        // no other reference to the links alive meanwhile.
+        unsafe { &mut *self.links.get() }
     }
 
     /// The state, without the waiter bits.
@@ -86,12 +143,12 @@ impl EntryHeader {
     }
 
     /// Caller holds the queue lock (or the due-list lock, to tell `IN_DUE_LIST` from a claim).
-    pub(crate) fn heap_index(&self) -> usize {
+    pub(crate) fn heap_index(&self) -> u16 {
         self.heap_index.load(Ordering::Relaxed)
     }
 
     /// Caller holds the queue lock (heap moves) or the due-list lock (the due list).
-    pub(crate) fn set_heap_index(&self, index: usize) {
+    pub(crate) fn set_heap_index(&self, index: u16) {
         self.heap_index.store(index, Ordering::Relaxed);
     }
 
@@ -241,16 +298,17 @@ where
 ///
 /// # Who owns the cells
 ///
-/// `job` and `outcome` are plain cells; the state word says who may touch them, so neither a
-/// cancel nor a fire takes a lock:
+/// The closure and the outcome share one plain cell (`slot`: the closure until the worker takes
+/// it to run, the outcome after; never both, so they need no room side by side); the state word
+/// says who may touch it, so neither a cancel nor a fire takes a lock:
 ///
-/// - `job`: the closure sits there while the entry is `SCHEDULED`. Whoever moves the entry out
+/// - the closure (`Slot::Job`) sits there while the entry is `SCHEDULED`. Whoever moves the entry out
 ///   of `SCHEDULED` owns it: the worker's claim (`RUNNING`: it takes the closure and runs it,
 ///   and a periodic one puts it back before its re-arm, `RUNNING -> SCHEDULED`, publishes it)
 ///   or a cancel (which takes it and drops it). A periodic entry cancelled while it runs
 ///   (`RUNNING -> CANCELLED`) leaves the closure with the worker, which drops it after the
 ///   run. An entry never armed (its schedule was rejected) is its maker's alone.
-/// - `outcome`: written only by the worker while the entry is `RUNNING`, before the
+/// - the outcome (`Slot::Outcome`): written only by the worker while the entry is `RUNNING`, before the
 ///   transition to `DONE` publishes it (`Release`); read only by the handle, after it saw
 ///   `DONE` (`Acquire`) and set `TAKEN` (so at most once). A cancelled entry's outcome is
 ///   `Cancelled` by its state alone: nothing is stored.
@@ -262,33 +320,56 @@ where
 /// woken after it).
 pub(crate) struct TimerEntry<J: TimerJob> {
     header: EntryHeader,
-    /// The closure (see the ownership rules above).
-    job: UnsafeCell<Option<J>>,
-    /// The value or the panic of a run that made the entry `DONE`.
-    outcome: UnsafeCell<Option<Result<J::Output, TaskError>>>,
+    /// The closure, then the outcome (see the ownership rules above).
+    slot: UnsafeCell<Slot<J>>,
     /// The waker of the handle's last `Pending` poll, woken with the outcome.
     waiters: Mutex<Option<Waker>>,
-    /// `join` waits here for the outcome.
-    done: Condvar,
 }
 
-// SAFETY: the cells are never accessed concurrently: the state word (compare-and-swap
-// transitions with acquire/release ordering) gives each access to `job` and `outcome` to one
+// SAFETY: the cell is never accessed concurrently: the state word (compare-and-swap
+// transitions with acquire/release ordering) gives each access to `slot` to one
 // thread at a time, as the type's documentation sets out, and whoever takes a value out of a
 // cell may be another thread than the one that put it in: hence `J: Send` and
 // `J::Output: Send` (both required by `TimerJob`). No `&J` or `&J::Output` is ever shared
-// between threads, so neither needs `Sync`.
+// between threads, so neither needs `Sync`. The header's wheel links are touched only under
+// the queue lock (see `WheelLinks`), which orders every access to them.
 #[allow(unsafe_code)]
 unsafe impl<J: TimerJob> Sync for TimerEntry<J> {}
+
+// SAFETY: every field but the header's wheel links is `Send` when `J` and `J::Output` are
+// (both required by `TimerJob`). The links are pointers to other entries, which are `Send +
+// Sync` themselves (`Timer`'s bounds), used only by the wheel under the queue lock, whatever
+// thread holds it.
+#[allow(unsafe_code)]
+unsafe impl<J: TimerJob> Send for TimerEntry<J> {}
+
+/// What an entry's cell holds: the closure until the worker takes it to run (or a cancel takes
+/// it to drop it), the outcome of a run that made the entry `DONE` until the handle takes it.
+enum Slot<J: TimerJob> {
+    Job(J),
+    Outcome(Result<J::Output, TaskError>),
+    Empty,
+}
+
+impl<J: TimerJob> Slot<J> {
+    /// Takes the closure out, leaving the cell empty (`None`, untouched, if it holds none).
+    fn take_job(&mut self) -> Option<J> {
+        match std::mem::replace(self, Slot::Empty) {
+            Slot::Job(job) => Some(job),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}
 
 impl<J: TimerJob> TimerEntry<J> {
     pub(crate) fn new(job: J) -> Self {
         Self {
             header: EntryHeader::new(),
-            job: UnsafeCell::new(Some(job)),
-            outcome: UnsafeCell::new(None),
+            slot: UnsafeCell::new(Slot::Job(job)),
             waiters: Mutex::new(None),
-            done: Condvar::new(),
         }
     }
 
@@ -297,7 +378,7 @@ impl<J: TimerJob> TimerEntry<J> {
         // SAFETY: the entry was never armed, so no other thread has seen it: its maker owns
         // the cell.
         #[allow(unsafe_code)]
-        self.job.with_mut(|job| unsafe { (*job).take() })
+        self.slot.with_mut(|slot| unsafe { (*slot).take_job() })
     }
 
     /// Takes the closure out of its cell. The caller owns the cell (see the type's docs): the
@@ -306,7 +387,7 @@ impl<J: TimerJob> TimerEntry<J> {
     fn take_owned_job(&self) -> Option<J> {
         // SAFETY: the caller owns `job` by the state it moved the entry to (documented at each
         // call); nobody else touches it until the state moves on again.
-        self.job.with_mut(|job| unsafe { (*job).take() })
+        self.slot.with_mut(|slot| unsafe { (*slot).take_job() })
     }
 
     /// Stores the outcome of the run that is about to make the entry `DONE`, and makes it
@@ -314,11 +395,12 @@ impl<J: TimerJob> TimerEntry<J> {
     /// during its run stays `CANCELLED` (its stored outcome is then never read). Worker only,
     /// in `RUNNING`.
     fn complete(&self, outcome: Result<J::Output, TaskError>) -> bool {
-        // SAFETY: the worker owns `outcome` while the entry is `RUNNING` (this call's
-        // precondition); the handle reads it only after the transition below publishes it.
+        // SAFETY: the worker owns the cell while the entry is `RUNNING` (this call's
+        // precondition; the closure is out of it, taken for the run); the handle reads it only
+        // after the transition below publishes it.
         #[allow(unsafe_code)]
-        self.outcome
-            .with_mut(|slot| unsafe { *slot = Some(outcome) });
+        self.slot
+            .with_mut(|slot| unsafe { *slot = Slot::Outcome(outcome) });
         match self.header.transition(RUNNING, DONE) {
             Some(replaced) => {
                 self.wake_waiters(replaced);
@@ -336,7 +418,7 @@ impl<J: TimerJob> TimerEntry<J> {
         }
         let waker = {
             let mut waiters = self.waiters.lock();
-            self.done.notify_all();
+            self.header.done.notify_all();
             waiters.take()
         };
         if let Some(waker) = waker {
@@ -362,8 +444,13 @@ impl<J: TimerJob> TimerEntry<J> {
                 // `outcome` and read here (acquire); nobody writes it after `DONE`, and the
                 // `TAKEN` bit just set makes this the only read.
                 #[allow(unsafe_code)]
-                let outcome = self.outcome.with_mut(|slot| unsafe { (*slot).take() });
-                outcome.expect("a done entry holds its outcome")
+                let slot = self
+                    .slot
+                    .with_mut(|slot| unsafe { std::mem::replace(&mut *slot, Slot::Empty) });
+                match slot {
+                    Slot::Outcome(outcome) => outcome,
+                    _ => unreachable!("a done entry holds its outcome"),
+                }
             }
             _ => unreachable!("the outcome is taken only once the entry is final"),
         }
@@ -401,13 +488,13 @@ impl<J: TimerJob> TimerEntry<J> {
             let mut waiters = self.waiters.lock();
             while !self.announce_waiting() {
                 match deadline {
-                    None => waiters = self.done.wait(waiters),
+                    None => waiters = self.header.done.wait(waiters),
                     Some(deadline) => {
                         let left = deadline.saturating_duration_since(Instant::now());
                         if left.is_zero() {
                             return None;
                         }
-                        waiters = self.done.wait_timeout(waiters, left).0;
+                        waiters = self.header.done.wait_timeout(waiters, left).0;
                     }
                 }
             }
@@ -501,10 +588,13 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                 // Put the closure back for the re-arm (still the worker's until the re-arm's
                 // `RUNNING -> SCHEDULED`; a cancel that comes first leaves it to the worker,
                 // which then drops it: `discard_job`).
-                // SAFETY: the worker owns `job` while the entry is `RUNNING` or was cancelled
-                // from `RUNNING` (see the type's docs).
-                #[allow(unsafe_code)]
-                self.job.with_mut(|job| unsafe { *job = again });
+                if let Some(again) = again {
+                    // SAFETY: the worker owns the cell while the entry is `RUNNING` or was
+                    // cancelled from `RUNNING` (see the type's docs).
+                    #[allow(unsafe_code)]
+                    self.slot
+                        .with_mut(|slot| unsafe { *slot = Slot::Job(again) });
+                }
                 Fired::Again
             }
             Err(payload) => {
@@ -544,8 +634,10 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
         // SAFETY: worker only, while it owns the closure: `RUNNING`, or cancelled from
         // `RUNNING` (the caller's contract).
         #[allow(unsafe_code)]
-        self.job
-            .with_mut(|job| unsafe { (*job).as_mut() }.map_or(now, |job| job.next_deadline(now)))
+        self.slot.with_mut(|slot| match unsafe { &mut *slot } {
+            Slot::Job(job) => job.next_deadline(now),
+            _ => now,
+        })
     }
 }
 
