@@ -70,6 +70,9 @@ const MAX_DEADLINE_NS: u64 = (1 << 63) - 1;
 const LANE_TRIM_FLOOR: usize = 1024;
 
 /// A timer the wheel holds: the wheel's strong reference to the entry (`Arc::into_raw`).
+/// The wheel's invariant: every `Linked` it stores (a slot's head, an entry's `next`) or reads
+/// out of them points to a timer still linked in it, so alive; a pointer is made an `Arc`
+/// again only by the unlink that removes it from the lists, and not used after.
 type Linked = NonNull<dyn Timer>;
 
 /// The head and tail of a slot's list.
@@ -132,10 +135,11 @@ fn slot_for(tick: u64, level: usize) -> usize {
     ((tick >> (level as u32 * LEVEL_BITS)) & (SLOTS as u64 - 1)) as usize
 }
 
-/// The header of a linked timer.
+/// The header of a linked timer (only ever called with the wheel's own pointers, under its
+/// invariant: see [`Linked`]).
 #[inline]
 fn header_of(timer: Linked) -> NonNull<EntryHeader> {
-    // SAFETY: the wheel holds a strong reference to every linked timer, so it is alive.
+    // SAFETY: `timer` is linked in the wheel, which holds a strong reference to it: alive.
     #[allow(unsafe_code)]
     NonNull::from(unsafe { timer.as_ref() }.header())
 }
@@ -637,7 +641,9 @@ impl TimerWheel {
                     if list < SLOTS {
                         assert!(prev_key <= Some(links.key()), "level 0 is sorted");
                     }
-                    levels_first = levels_first.min(Some(links.key())).or(Some(links.key()));
+                    let key = links.key();
+                    levels_first =
+                        Some(levels_first.map_or(key, |first: (u64, u64)| first.min(key)));
                     live += 1;
                     prev = Some(header);
                     prev_key = Some(links.key());
