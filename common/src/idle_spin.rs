@@ -33,7 +33,8 @@
 //! that wins, or any other spin or look that sees work, brings it back to [`PROBE_EVERY`]. So a
 //! worker whose work comes too sparsely for any spin to win (an executor given a task every few
 //! milliseconds, a consumer between messages) ends up paying one [`MAX_SPIN`] per
-//! [`MAX_PROBE_EVERY`], not one per [`PROBE_EVERY`]; a worker whose producer comes back to life
+//! [`MAX_PROBE_EVERY`], not one per [`PROBE_EVERY`] (and none once its parks are longer than a
+//! spin: the streak rule below); a worker whose producer comes back to life
 //! notices it at its next short spin and probes at its next wait. Measured on an AMD EPYC host
 //! (2 vCPUs, Linux 6.18, 2026-12-02) with a throwaway probe (one task every 5 ms, the worker's
 //! CPU time per task, quiet machine): 59 us with a probe every 2 ms, 15.5 us with the back-off
@@ -44,6 +45,24 @@
 //! other direction: a worker that went cold in a sparse phase and then gets work at intervals
 //! that only a full spin bridges (10 to 50 us, with no short spin winning meanwhile) parks on
 //! every wait until its next probe, at most [`MAX_PROBE_EVERY`] later.
+//!
+//! A probe's time brings a probe only if [`PROBE_STREAK`] waits in a row ended within a
+//! spin's reach: a short spin, look or yield saw work, the work was found right after the spin
+//! gave up, or the park lasted less than [`SHORT_PARK`] (the callers report their wake-ups,
+//! [`note_woken`]); a longer park starts the count over. Without such a streak the probe is
+//! skipped: the pace moves on as after a lost probe, and short spins and yields get one more
+//! try each (what a lost probe would have given them, cut to one wait: beside CPU hogs the
+//! yields are what wins, and they must not stay stopped for lack of probes). So a worker whose
+//! work comes too sparsely for any spin to win no longer spins at all between its probe
+//! times, where the back-off alone still gave it full probes, and more after any two tasks
+//! that came close together (a spin that saw work restarts the pace). The hand-off bench's
+//! `sparse` row has such a pair once per sample (the task that reads the worker's CPU time,
+//! then the submitter's batch): each brought probes at the pace's start, with the short spins
+//! and yields that every probe restarts. Its worker CPU per batch, in 5 alternated processes
+//! on the AMD EPYC host (2026-12-02), median 13.3 -> 9.9 us (flume 8.1 / 7.6 in the same
+//! runs; a build that never spins: 8.4 us, flume 7.7). The oversubscribed hand-off rows, and
+//! the queue's and consumer's ping-pong beside two hogs, stayed within their (wide, bimodal)
+//! spread in 5 to 8 alternated processes of each build.
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its
@@ -118,6 +137,14 @@ pub(crate) const WARM_SCORE: u8 = 3;
 const LOSS: u8 = 2;
 /// Polls of the work hint between two looks at the clock.
 const POLLS_PER_CLOCK_READ: u32 = 32;
+/// A park shorter than this (from the spin giving up to the wake-up) is one a full spin would
+/// have bridged: the work came within [`MAX_SPIN`]. (The park's length includes the wake-up's
+/// latency, so this errs towards not probing.) See [`IdleSpin::woken_at`].
+pub(crate) const SHORT_PARK: Duration = MAX_SPIN;
+/// Waits in a row that ended within a spin's reach (see `IdleSpin::short_waits`) that a cold
+/// worker needs before it probes: one or two such waits among parks longer than a spin are
+/// what sparse work looks like too (two tasks that happen to come close together).
+pub(crate) const PROBE_STREAK: u8 = 3;
 
 /// How one spin ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,10 +181,11 @@ impl SpinPlan {
 pub(crate) struct IdleSpin {
     /// Recent full spins' score, `0..=MAX_SCORE`; zero: cold.
     score: u8,
-    /// When a cold worker last tried a full spin.
+    /// When a cold worker last tried a full spin, or skipped one (no streak of short waits)
+    /// at its time.
     last_probe: Option<Instant>,
-    /// Probes in a row that lost since a spin last saw work: each one after the first
-    /// doubles the wait for the next probe ([`IdleSpin::probe_wait`]).
+    /// Probes in a row that lost (or were skipped) since a spin last saw work: each one after
+    /// the first doubles the wait for the next probe ([`IdleSpin::probe_wait`]).
     lost_probes: u8,
     /// Cold waits in a row whose yields found nothing, since the last probe or the last spin
     /// that saw work (at [`YIELD_LOSSES`] the cold worker stops yielding until then).
@@ -165,6 +193,16 @@ pub(crate) struct IdleSpin {
     /// Short spins in a row that ran out since the last probe (at [`SHORT_LOSSES`] the cold
     /// worker stops spinning until its next probe).
     short_losses: u8,
+    /// Waits in a row, since the last probe, that ended within a spin's reach: a spin, look or
+    /// yield that saw work, a park shorter than [`SHORT_PARK`], or work found right after a
+    /// spin gave up (no park); a longer park starts the count over. Capped at
+    /// [`PROBE_STREAK`], which a cold worker needs before it probes: one whose waits park
+    /// for longer than a spin (sparse work) does not spin in vain. A fresh policy starts at
+    /// the cap.
+    short_waits: u8,
+    /// When the last spin gave up without seeing work (the caller then parks), until the
+    /// caller reports the wake-up ([`note_woken`]) or the next spin starts.
+    gave_up: Option<Instant>,
 }
 
 std::thread_local! {
@@ -215,6 +253,22 @@ pub(crate) fn spin_for_work(
     seen
 }
 
+/// Reports that the calling thread woke up from the park that followed its last
+/// [`spin_for_work`] (call it right after the park returns): a short park is what lets a cold
+/// worker probe again ([`IdleSpin::woken_at`]). Reads the clock only after a spin that gave up.
+pub(crate) fn note_woken() {
+    if !SPIN_ENABLED || single_cpu() {
+        return;
+    }
+    CURRENT.with(|current| {
+        let mut spin = current.get();
+        if spin.gave_up.is_some() {
+            spin.woken_at(Instant::now());
+            current.set(spin);
+        }
+    });
+}
+
 /// Yields (through `yield_now`) up to `yields` times, looking at `ready` after each; whether
 /// it was seen.
 fn yield_for_work(
@@ -244,6 +298,8 @@ impl IdleSpin {
             lost_probes: 0,
             yield_losses: 0,
             short_losses: 0,
+            short_waits: PROBE_STREAK,
+            gave_up: None,
         }
     }
 
@@ -257,6 +313,12 @@ impl IdleSpin {
         mut ready: impl FnMut() -> bool,
     ) -> bool {
         let start = clock();
+        if self.gave_up.take().is_some() {
+            // The last spin gave up and no park was reported since: the caller found work
+            // right after it (or parks where it does not report wake-ups). Either way, a
+            // spin may win.
+            self.note_short_wait();
+        }
         let plan = self.plan(start, cap);
         let length = plan.length();
         let mut last = start;
@@ -281,7 +343,28 @@ impl IdleSpin {
             (false, false) => SpinOutcome::Exhausted,
         };
         self.record(plan, outcome);
+        if !found {
+            self.gave_up = Some(last);
+        }
         found
+    }
+
+    /// Records that the caller woke up at `now` from the park that followed the last spin
+    /// (nothing if no spin gave up since the last report): a park shorter than [`SHORT_PARK`]
+    /// says a full spin might have bridged it.
+    pub(crate) fn woken_at(&mut self, now: Instant) {
+        if let Some(gave_up) = self.gave_up.take() {
+            if now.saturating_duration_since(gave_up) < SHORT_PARK {
+                self.note_short_wait();
+            } else {
+                self.short_waits = 0;
+            }
+        }
+    }
+
+    /// Counts a wait that ended soon enough for a full spin to have bridged it.
+    fn note_short_wait(&mut self) {
+        self.short_waits = (self.short_waits + 1).min(PROBE_STREAK);
     }
 
     /// How long after the last probe the next one is due: [`PROBE_EVERY`] after a probe that
@@ -301,11 +384,20 @@ impl IdleSpin {
             None => true,
             Some(last) => now.saturating_duration_since(last) >= self.probe_wait(),
         };
-        if probe_due {
+        if probe_due && self.short_waits < PROBE_STREAK {
+            // A probe's time, but no streak of short waits: no full spin. The pace moves on
+            // as after a lost probe, and short spins and yields get one more try each.
+            self.last_probe = Some(now);
+            self.lost_probes = self.lost_probes.saturating_add(1);
+            self.short_losses = self.short_losses.min(SHORT_LOSSES - 1);
+            self.yield_losses = self.yield_losses.min(YIELD_LOSSES - 1);
+        } else if probe_due {
             self.last_probe = Some(now);
             self.short_losses = 0;
-            SpinPlan::Full(MAX_SPIN.min(cap))
-        } else if self.short_losses >= SHORT_LOSSES {
+            self.short_waits = 0;
+            return SpinPlan::Full(MAX_SPIN.min(cap));
+        }
+        if self.short_losses >= SHORT_LOSSES {
             // Even short spins keep running out: what this thread waits for is not running
             // now, quite possibly because it waits for this very core. Look once, then park.
             SpinPlan::Short(Duration::ZERO)
@@ -332,6 +424,7 @@ impl IdleSpin {
         if seen {
             self.yield_losses = 0;
             self.lost_probes = 0;
+            self.note_short_wait();
         } else {
             self.yield_losses = self.yield_losses.saturating_add(1);
         }
@@ -345,6 +438,7 @@ impl IdleSpin {
             // yields (stopped or not) may win again.
             self.lost_probes = 0;
             self.yield_losses = 0;
+            self.note_short_wait();
         } else if probe {
             self.lost_probes = self.lost_probes.saturating_add(1);
             // Yields get another chance after every probe.
@@ -506,8 +600,23 @@ mod tests {
         assert_eq!(chill(&mut IdleSpin::new(), now), 4);
     }
 
+    /// A park of `length` after a spin that gave up at `at`, as the caller reports it.
+    fn park(spin: &mut IdleSpin, at: Instant, length: Duration) {
+        spin.gave_up = Some(at);
+        spin.woken_at(at + length);
+    }
+
+    /// [`PROBE_STREAK`] short parks in a row from `at`: work keeps coming within a spin's
+    /// reach again.
+    fn busy_again(spin: &mut IdleSpin, at: Instant) {
+        for _ in 0..PROBE_STREAK {
+            park(spin, at, SHORT_PARK / 2);
+        }
+    }
+
     /// Plays a cold worker's waits every `step` from `start` until `until`, every spin losing
-    /// (`short` is the outcome of its short spins); returns when it probed, as offsets from
+    /// (`short` is the outcome of its short spins) and then parking for half of
+    /// [`SHORT_PARK`] (the work comes back soon); returns when it probed, as offsets from
     /// `start`.
     fn probe_times(
         spin: &mut IdleSpin,
@@ -515,6 +624,19 @@ mod tests {
         step: Duration,
         until: Duration,
         short: SpinOutcome,
+    ) -> Vec<Duration> {
+        assert!(step > SHORT_PARK / 2);
+        waits(spin, start, step, until, short, SHORT_PARK / 2)
+    }
+
+    /// As [`probe_times`], each wait parking for `parked` (its spin never sees work).
+    fn waits(
+        spin: &mut IdleSpin,
+        start: Instant,
+        step: Duration,
+        until: Duration,
+        short: SpinOutcome,
+        parked: Duration,
     ) -> Vec<Duration> {
         let mut probes = Vec::new();
         let mut now = start;
@@ -531,6 +653,13 @@ mod tests {
                 }
             }
             assert!(spin.is_cold());
+            if short != SpinOutcome::Work {
+                // As `spin_for_work`: the yields (finding nothing), then the park.
+                if spin.yields_before_park() > 0 {
+                    spin.record_yields(false);
+                }
+                park(spin, now, parked);
+            }
             now += step;
         }
         probes
@@ -582,11 +711,15 @@ mod tests {
             SpinPlan::Short(us(2)),
             "capped too"
         );
-        // Backed off to 64 ms, then one short spin sees work: the next wait probes.
+        // Backed off to 64 ms (its waits parked briefly, so a probe is worth it once due),
+        // then a look sees work: the pace is back to PROBE_EVERY, and the next wait probes.
         let mut spin = backed_off(start);
-        let short = spin.plan(start + ms(400), MAX_SPIN);
-        assert!(matches!(short, SpinPlan::Short(_)));
-        spin.record(short, SpinOutcome::Work);
+        assert_eq!(spin.short_waits, PROBE_STREAK);
+        assert_eq!(spin.probe_wait(), MAX_PROBE_EVERY);
+        let look = spin.plan(start + ms(400), MAX_SPIN);
+        assert_eq!(look, SpinPlan::Short(Duration::ZERO), "short spins stopped");
+        spin.record(look, SpinOutcome::Work);
+        assert_eq!(spin.probe_wait(), PROBE_EVERY);
         assert!(matches!(
             spin.plan(start + ms(400), MAX_SPIN),
             SpinPlan::Full(_)
@@ -601,7 +734,119 @@ mod tests {
         chill(&mut spin, start + ms(446));
         let later = start + ms(500);
         let probes = probe_times(&mut spin, later, us(100), ms(10), SpinOutcome::Exhausted);
-        assert_eq!(probes, vec![ms(0), ms(2), ms(6)]);
+        // The first probe time (at once: 54 ms since the winning probe) comes before the short
+        // waits since the win make a streak (the win counts as one): skipped, as a lost probe.
+        // Then probes 2 and 4 ms apart.
+        assert_eq!(probes, vec![ms(2), ms(6)]);
+    }
+
+    #[test]
+    fn a_cold_worker_whose_waits_all_park_long_stops_probing() {
+        let start = Instant::now();
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        // Sparse work: a wait every 1.1 ms, each parking 1 ms (longer than any spin): the
+        // first probe (due at once: a fresh policy assumes spins could win) and no other.
+        let probes = waits(
+            &mut spin,
+            start,
+            us(1100),
+            ms(400),
+            SpinOutcome::Exhausted,
+            ms(1),
+        );
+        assert_eq!(probes, vec![ms(0)]);
+        // The probes' times still come, backing off as if they had lost (2, 4, 8, 16, 32,
+        // then 64 ms apart), and each gives short spins and yields one more try.
+        assert_eq!(spin.probe_wait(), MAX_PROBE_EVERY);
+        let skipped = spin.last_probe.expect("a probe's time came");
+        assert!(skipped > start + ms(300), "{:?}", skipped - start);
+        assert_eq!(
+            spin.plan(skipped + us(1), MAX_SPIN),
+            SpinPlan::Short(Duration::ZERO),
+            "between two probe times, short spins stay stopped: look once, then park"
+        );
+        assert_eq!(spin.yields_before_park(), 0, "and yields too");
+        let next = skipped + MAX_PROBE_EVERY;
+        assert_eq!(
+            spin.plan(next, MAX_SPIN),
+            SpinPlan::Short(SHORT_SPIN),
+            "one more short spin"
+        );
+        assert_eq!(
+            spin.yields_before_park(),
+            COLD_YIELDS,
+            "and one more wait's yields"
+        );
+        spin.record_yields(false);
+        assert_eq!(spin.yields_before_park(), 0);
+        // Parks shorter than SHORT_PARK: PROBE_STREAK of them in a row, and the next probe
+        // time brings a probe. A long park in between starts the count over.
+        for _ in 1..PROBE_STREAK {
+            park(&mut spin, next, SHORT_PARK - us(1));
+        }
+        park(&mut spin, next, ms(1));
+        for _ in 0..PROBE_STREAK {
+            park(&mut spin, next + ms(1), SHORT_PARK - us(1));
+        }
+        assert_eq!(spin.short_waits, PROBE_STREAK);
+        assert!(matches!(
+            spin.plan(next + ms(2), MAX_SPIN),
+            SpinPlan::Short(_)
+        ));
+        assert_eq!(
+            spin.plan(next + MAX_PROBE_EVERY, MAX_SPIN),
+            SpinPlan::Full(MAX_SPIN)
+        );
+        // A park of exactly SHORT_PARK does not count.
+        let mut spin = IdleSpin::new();
+        chill(&mut spin, start);
+        let probes = waits(
+            &mut spin,
+            start,
+            ms(1),
+            ms(200),
+            SpinOutcome::Exhausted,
+            SHORT_PARK,
+        );
+        assert_eq!(probes, vec![ms(0)]);
+    }
+
+    #[test]
+    fn work_found_right_after_a_spin_gave_up_lets_a_cold_worker_probe() {
+        let start = Instant::now();
+        let mut spin = cold_after_a_lost_probe(start);
+        park(&mut spin, start, ms(1));
+        // Spins from 3 ms on give up, and each time the caller finds work without parking (no
+        // wake-up reported) and comes back: after PROBE_STREAK of them, the next spin probes.
+        for n in 0..u64::from(PROBE_STREAK) {
+            let mut clock = FakeClock::new(start + ms(3) + us(10 * n), us(1));
+            assert!(!spin.spin(MAX_SPIN, || clock.read(), ready_after(None)));
+            assert_eq!(spin.short_waits, n as u8, "counted as the next spin starts");
+            assert!(spin.gave_up.is_some());
+            assert!(clock.reads < 10, "short spins and looks");
+        }
+        // The next probe time (the one at 3 ms came with no streak: skipped, backing off).
+        let due = spin.last_probe.expect("a probe's time came") + spin.probe_wait();
+        let mut clock = FakeClock::new(due, us(1));
+        spin.spin(MAX_SPIN, || clock.read(), ready_after(None));
+        assert_eq!(clock.reads, 51, "a full spin: the probe");
+        // A wake-up reported with no spin given up since changes nothing.
+        let mut after = spin;
+        after.gave_up = None;
+        let snapshot = after;
+        after.woken_at(start + ms(5));
+        assert_eq!(after, snapshot);
+    }
+
+    #[test]
+    fn the_thread_local_policy_takes_wake_up_reports() {
+        // Whatever the build (the report is ignored where nothing spins), it never panics and
+        // a report with no spin before it is a no-op.
+        note_woken();
+        assert!(!spin_for_work(|| false, Duration::ZERO, false));
+        note_woken();
+        CURRENT.with(|current| assert!(current.get().gave_up.is_none()));
     }
 
     #[test]
@@ -694,6 +939,7 @@ mod tests {
         }
         assert!(spin.short_spins_stopped());
         // The next probe restarts short spins whatever its outcome.
+        busy_again(&mut spin, start + us(4));
         let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
         assert!(matches!(probe, SpinPlan::Full(_)));
         spin.record(probe, SpinOutcome::Exhausted);
@@ -776,6 +1022,7 @@ mod tests {
         spin.record_yields(false);
         assert_eq!(spin.yields_before_park(), 0);
         // The next probe restarts them, whatever it finds.
+        busy_again(&mut spin, start + us(2));
         let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
         assert!(matches!(probe, SpinPlan::Full(_)));
         spin.record(probe, SpinOutcome::Exhausted);

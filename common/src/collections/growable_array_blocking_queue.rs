@@ -642,6 +642,8 @@ impl<T> GrowableArrayBlockingQueue<T> {
             None => self.not_empty.wait(head),
             Some(timeout) => self.not_empty.wait_timeout(head, timeout).0,
         };
+        // How long that took tells the spin policy whether spinning could have won.
+        idle_spin::note_woken();
         head.waiting -= 1;
         head
     }

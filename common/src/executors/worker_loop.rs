@@ -6,6 +6,7 @@
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
 use crate::executors::executor_counters::BusySpan;
+use crate::idle_spin;
 use crate::sync::{Arc, Ordering};
 use std::time::Instant;
 
@@ -118,6 +119,8 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     }
                     None => this.work_available.wait(queue),
                 };
+                // How long that took tells the spin policy whether spinning could have won.
+                idle_spin::note_woken();
                 queue.worker_parked = false;
                 if trim_at.is_some_and(|at| Instant::now() >= at)
                     && queue.ring.is_empty()
