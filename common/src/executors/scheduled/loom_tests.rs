@@ -269,3 +269,28 @@ fn loom_join_racing_a_cancel_is_woken_with_cancelled() {
         assert_eq!(core.pending_tasks(), 0);
     });
 }
+
+/// Two first waits racing to install an entry's waiters' lock (`TimerEntry::waiters`): one
+/// box is installed and both lock it; the loser frees its own (a lost box or a double free
+/// shows under Miri, which runs the same install in `timer_entry`'s unit tests). One handle
+/// never waits twice at once, but the install must not depend on that.
+#[test]
+fn loom_two_first_waits_install_one_waiters_lock() {
+    loom::model(|| {
+        let entry = Arc::new(TimerEntry::new(Once(|| 7)));
+        let other = {
+            let entry = Arc::clone(&entry);
+            thread::spawn(move || {
+                let mut guard = entry.waiters();
+                *guard = None; // a write under the lock, which loom checks for races
+                std::ptr::from_ref(&*guard) as usize
+            })
+        };
+        let mine = {
+            let mut guard = entry.waiters();
+            *guard = None;
+            std::ptr::from_ref(&*guard) as usize
+        };
+        assert_eq!(other.join().unwrap(), mine, "one lock for both");
+    });
+}
