@@ -743,18 +743,9 @@ mod tests {
     #[test]
     fn a_cold_worker_whose_waits_all_park_long_stops_probing() {
         let start = Instant::now();
-        let mut spin = IdleSpin::new();
-        chill(&mut spin, start);
         // Sparse work: a wait every 1.1 ms, each parking 1 ms (longer than any spin): the
         // first probe (due at once: a fresh policy assumes spins could win) and no other.
-        let probes = waits(
-            &mut spin,
-            start,
-            us(1100),
-            ms(400),
-            SpinOutcome::Exhausted,
-            ms(1),
-        );
+        let (mut spin, probes) = parking_after_chill(start, us(1100), ms(400), ms(1));
         assert_eq!(probes, vec![ms(0)]);
         // The probes' times still come, backing off as if they had lost (2, 4, 8, 16, 32,
         // then 64 ms apart), and each gives short spins and yields one more try.
@@ -799,17 +790,29 @@ mod tests {
             SpinPlan::Full(MAX_SPIN)
         );
         // A park of exactly SHORT_PARK does not count.
+        let (_, probes) = parking_after_chill(start, ms(1), ms(200), SHORT_PARK);
+        assert_eq!(probes, vec![ms(0)]);
+    }
+
+    /// A fresh policy made cold at `start`, then waiting every `step` until `until`, each wait
+    /// losing and parking for `parked`; with the times it probed.
+    fn parking_after_chill(
+        start: Instant,
+        step: Duration,
+        until: Duration,
+        parked: Duration,
+    ) -> (IdleSpin, Vec<Duration>) {
         let mut spin = IdleSpin::new();
         chill(&mut spin, start);
         let probes = waits(
             &mut spin,
             start,
-            ms(1),
-            ms(200),
+            step,
+            until,
             SpinOutcome::Exhausted,
-            SHORT_PARK,
+            parked,
         );
-        assert_eq!(probes, vec![ms(0)]);
+        (spin, probes)
     }
 
     #[test]
