@@ -60,9 +60,10 @@
 //! then the submitter's batch): each brought probes at the pace's start, with the short spins
 //! and yields that every probe restarts. Its worker CPU per batch, in 5 alternated processes
 //! on the AMD EPYC host (2026-12-02), median 13.3 -> 9.9 us (flume 8.1 / 7.6 in the same
-//! runs; a build that never spins: 8.4 us, flume 7.7). The oversubscribed hand-off rows, and
-//! the queue's and consumer's ping-pong beside two hogs, stayed within their (wide, bimodal)
-//! spread in 5 to 8 alternated processes of each build.
+//! runs; a build that never spins: 8.4 us, flume 7.7). The oversubscribed hand-off rows
+//! stayed within their (wide, often bimodal) spread in 8 alternated processes of each build
+//! (18 for K=256 S=1 and S=2: medians 12.4 / 12.0 and 23.2 / 23.1 us per batch), and so did
+//! the queue's and the consumer's ping-pong beside two hogs in 5.
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its
