@@ -255,8 +255,9 @@ pub(crate) fn spin_for_work(
 }
 
 /// Reports that the calling thread woke up from the park that followed its last
-/// [`spin_for_work`] (call it right after the park returns): a short park is what lets a cold
-/// worker probe again ([`IdleSpin::woken_at`]). Reads the clock only after a spin that gave up.
+/// [`spin_for_work`] (call it right after the park returns): short parks, in a row, are what
+/// let a cold worker probe again ([`IdleSpin::woken_at`]). Reads the clock only after a spin
+/// that gave up.
 pub(crate) fn note_woken() {
     if !SPIN_ENABLED || single_cpu() {
         return;
