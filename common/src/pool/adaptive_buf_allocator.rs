@@ -14,7 +14,7 @@ const INDEX_DECREMENT: usize = 1;
 /// Predicts how large the next buffer should be (Netty's `AdaptiveRecvByteBufAllocator`, as
 /// SOFAJRaft ported it, with the fixes Netty made later).
 ///
-/// Guesses move along [`SIZE_TABLE`](super::SIZE_TABLE): when a recorded size reaches the
+/// Guesses move along [`SIZE_TABLE`]: when a recorded size reaches the
 /// guess, it jumps 4 table steps up; when two records in a row fit in the size one step
 /// below, it goes 1 step down. Growing fast and shrinking slowly avoids reallocations while
 /// still giving memory back after a burst. Differences from the 2019 port:

@@ -194,9 +194,10 @@ impl TimerWheel {
         u64::try_from(nanos).map_or(MAX_DEADLINE_NS, |n| n.min(MAX_DEADLINE_NS))
     }
 
-    /// When [`pop_due`](Self::pop_due) next makes progress: the earliest deadline when it is
-    /// in the wheel's current tick slot (level 0), else the start of the earliest occupied
-    /// slot, which has to be cascaded first (never after the earliest deadline).
+    /// When [`take_due_into`](Self::take_due_into) (or the tests' `pop_due`) next makes
+    /// progress: the earliest deadline when it is in the wheel's current tick slot (level 0),
+    /// else the start of the earliest occupied slot, which has to be cascaded first (never
+    /// after the earliest deadline).
     pub(crate) fn peek_deadline(&self) -> Option<Instant> {
         let nanos = self.next_due_nanos()?;
         Some(add_saturating(self.origin, Duration::from_nanos(nanos)))
@@ -336,7 +337,7 @@ impl TimerWheel {
         Some(removed)
     }
 
-    /// [`pop_due`](Self::pop_due) of the levels.
+    /// `pop_due` (tests only) of the levels.
     fn pop_levels_due(&mut self, now_nanos: u64) -> Option<Arc<dyn Timer>> {
         let now_tick = now_nanos >> TICK_SHIFT;
         loop {
