@@ -935,9 +935,9 @@ mod tests {
         spin
     }
 
-    #[test]
-    fn short_spins_that_keep_running_out_stop_until_the_next_probe() {
-        let start = Instant::now();
+    /// A policy made cold at `start` (a lost probe) whose next [`SHORT_LOSSES`] short spins,
+    /// 1 us later, all ran out: its short spins have stopped.
+    fn short_spins_stopped_after(start: Instant) -> IdleSpin {
         let mut spin = cold_after_a_lost_probe(start);
         for _ in 0..SHORT_LOSSES {
             let plan = spin.plan(start + us(1), MAX_SPIN);
@@ -945,6 +945,13 @@ mod tests {
             spin.record(plan, SpinOutcome::Exhausted);
         }
         assert!(spin.short_spins_stopped());
+        spin
+    }
+
+    #[test]
+    fn short_spins_that_keep_running_out_stop_until_the_next_probe() {
+        let start = Instant::now();
+        let mut spin = short_spins_stopped_after(start);
         let stopped = spin.plan(start + us(2), MAX_SPIN);
         assert_eq!(
             stopped,
@@ -975,12 +982,7 @@ mod tests {
     #[test]
     fn a_look_polls_once_and_reads_the_clock_once() {
         let start = Instant::now();
-        let mut spin = cold_after_a_lost_probe(start);
-        for _ in 0..SHORT_LOSSES {
-            let plan = spin.plan(start + us(1), MAX_SPIN);
-            spin.record(plan, SpinOutcome::Exhausted);
-        }
-        assert!(spin.short_spins_stopped());
+        let mut spin = short_spins_stopped_after(start);
         let mut clock = FakeClock::new(start + us(2), us(1));
         let mut polls = 0;
         let seen = spin.spin(
