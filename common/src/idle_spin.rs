@@ -68,13 +68,17 @@
 //! What is left of the sparse gap is not the spin (2026-12-02, a throwaway probe: one task,
 //! then 1 ms, 1,000 batches per run, counting each plan): after its four warm spins the worker
 //! only looked and parked, and still took 7.4 us of CPU per batch against flume's 5.8, with
-//! the same four futex calls per batch (`strace -c`). Measured and not kept: judging a wait by
-//! when the producer signalled the work instead of when the worker woke (the producer stamps
-//! the time under the queue lock; beside CPU hogs the wake-up itself waits milliseconds for a
-//! core), with or without stopping the skipped probes' extra tries and gating short spins and
-//! yields on the last wait being short: the bench's sparse row did not move beyond its spread
-//! (ours 11.3 / 11.4 / 10.8 / 11.1 us, 4 processes each). Nor did parking without the idle
-//! trim's timeout (7.04 / 7.00 us, 8 processes each).
+//! as many futex calls per batch (about four, all threads: `strace -c`). The largest piece
+//! measured so far is the park itself: a prototype parking the plain executor's worker with
+//! std's `thread::park` (woken by `Thread::unpark`) instead of the condition variable took
+//! 6.48 us against 6.83 (flume 5.35; 8 processes of 3 runs each); not built yet. Measured and
+//! not kept: judging a wait by when the producer signalled the work instead of when the
+//! worker woke (the producer stamps the time under the queue lock; beside CPU hogs the wake-up
+//! itself waits milliseconds for a core), alone, also without the skipped probes' extra tries,
+//! and also gating short spins and yields on the last wait being short: the bench's sparse row
+//! did not move beyond its spread (ours 11.3 as built, 11.4 / 10.8 / 11.1 with the three
+//! variants; 4 processes of 3 rounds each). Nor did parking without the idle trim's timeout
+//! (7.04 / 7.00 us, 8 processes each).
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its
