@@ -517,10 +517,19 @@ fn with_ordering_off_results_are_emitted_in_completion_order() {
                 unreachable!()
             };
             let (n, polled) = (*n, polled_tx.clone());
-            FunctionOutput::from_future(async move {
-                polled.send(n).unwrap(); // first poll: its waker is registered next
-                output.await
-            })
+            let mut output = output;
+            let mut announced = false;
+            // Tells the test only once the first poll has registered the waker: a completion
+            // before that would be seen by the poll still running (a busy CPU can hold the
+            // worker between the two), which emits that result ahead of ones completed earlier.
+            FunctionOutput::from_future(std::future::poll_fn(move |cx| {
+                let poll = output.as_mut().poll(cx);
+                if poll.is_pending() && !announced {
+                    announced = true;
+                    polled.send(n).unwrap();
+                }
+                poll
+            }))
         },
         forward(results_tx),
     )
