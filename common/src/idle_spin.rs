@@ -69,9 +69,9 @@
 //! then 1 ms, 1,000 batches per run, counting each plan): after its four warm spins the worker
 //! only looked and parked, and still took 7.4 us of CPU per batch against flume's 5.8, with
 //! as many futex calls per batch (about four, all threads: `strace -c`). The largest piece
-//! measured so far is the park itself: a prototype parking the plain executor's worker with
-//! std's `thread::park` (woken by `Thread::unpark`) instead of the condition variable took
-//! 6.48 us against 6.83 (flume 5.35; 8 processes of 3 runs each); not built yet. Measured and
+//! found is the park itself: the worker now parks on its thread's own parker instead of a
+//! condition variable (`executors/worker_parker.rs`; the bench's sparse row, 5 alternated
+//! processes of 3 rounds, ours 7.27 -> 6.35 us). Measured and
 //! not kept: judging a wait by when the producer signalled the work instead of when the
 //! worker woke (the producer stamps the time under the queue lock; beside CPU hogs the wake-up
 //! itself waits milliseconds for a core), alone, also without the skipped probes' extra tries,

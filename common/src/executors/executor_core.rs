@@ -17,7 +17,8 @@ use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
-use crate::sync::{Arc, AtomicBool, CachePadded, Condvar, Mutex, MutexGuard, Ordering};
+use crate::executors::worker_parker::WorkerParker;
+use crate::sync::{Arc, AtomicBool, CachePadded, Mutex, MutexGuard, Ordering};
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::AtomicU64;
@@ -57,7 +58,7 @@ pub(crate) struct QueueState<L> {
     /// One of [`RUNNING`], [`SHUTDOWN`], [`STOP`], [`TERMINATED`].
     pub(crate) run: u8,
     pub(crate) worker: WorkerState,
-    /// Set by the worker, under this lock, right before it waits on `work_available`; a
+    /// Set by the worker, under this lock, right before it parks (`ExecutorCore::parker`); a
     /// producer that finds it set clears it and notifies. Nobody else ever notifies (but a
     /// `BetweenBatches` whose work changes how long the worker sleeps: a new earliest timer),
     /// so a producer makes no wake-up call while the worker is awake.
@@ -105,8 +106,9 @@ pub(crate) struct ExecutorCore<B: BetweenBatches> {
     /// claimed with one atomic increment before it runs, which makes `shutdown_now` exact: a
     /// task is either claimed by the worker (and runs) or stolen by `shutdown_now`.
     pub(crate) batch: CachePadded<TaskBatch>,
-    /// The parked worker waits here (with the `queue` lock).
-    pub(crate) work_available: Condvar,
+    /// The parked worker sleeps on its thread's parker; producers wake it through this
+    /// (`worker_parker.rs`).
+    pub(crate) parker: WorkerParker,
     /// `!queue.ring.is_empty()`, written under the queue lock only when that changes (the push
     /// that makes the ring non-empty, the swap or drain that empties it): what the spinning
     /// worker polls, on a line of its own, so a steady stream of pushes does not bounce it.
@@ -150,7 +152,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 }),
             }),
             batch: CachePadded::new(TaskBatch::new()),
-            work_available: Condvar::new(),
+            parker: WorkerParker::default(),
             has_work: CachePadded::new(AtomicBool::new(false)),
             lifecycle: WorkerLifecycle::new(factory, B::KIND, RUNNING),
             idle_trim_after,
@@ -303,7 +305,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// Wakes the parked worker (the caller took `worker_parked` under the lock).
     pub(crate) fn wake_worker(&self) {
         EventCounters::add(&self.events.wakeups, 1);
-        self.work_available.notify_one();
+        self.parker.unpark();
     }
 
     /// The lazy start. Called holding `queue` with the run state `RUNNING` and no worker:
@@ -371,7 +373,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
         drop(queue);
         if wake {
-            this.work_available.notify_one();
+            this.parker.unpark();
         }
         B::finish_cancelled(&this.lifecycle, cancelled);
         if restart {
@@ -410,7 +412,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         let wake = std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
-            this.work_available.notify_one();
+            this.parker.unpark();
         }
         B::finish_cancelled(&this.lifecycle, cancelled);
         taken.into_iter().map(Task::from_raw).collect()

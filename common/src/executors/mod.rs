@@ -47,6 +47,7 @@ mod task_panic;
 mod thread_factory;
 mod worker_lifecycle;
 mod worker_loop;
+mod worker_parker;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -26,6 +26,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             }
         }
         let _terminator = Terminator(&**this);
+        this.parker.register_current();
         let mut busy = BusySpan::begin();
         loop {
             Self::run_batch(this);
@@ -112,15 +113,11 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     (deadline, trim) => deadline.or(trim),
                 };
                 queue.worker_parked = true;
-                queue = match wake_at {
-                    Some(at) => {
-                        let wait = at.saturating_duration_since(now);
-                        this.work_available.wait_timeout(queue, wait).0
-                    }
-                    None => this.work_available.wait(queue),
-                };
+                drop(queue);
+                this.parker.park(wake_at);
                 // How long that took tells the spin policy whether spinning could have won.
                 idle_spin::note_woken();
+                queue = this.queue.lock();
                 queue.worker_parked = false;
                 if trim_at.is_some_and(|at| Instant::now() >= at)
                     && queue.ring.is_empty()

@@ -41,7 +41,7 @@ impl ScheduledCore {
         let wake = earliest && std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
-            this.work_available.notify_one();
+            this.parker.unpark();
         }
         Ok(())
     }
@@ -83,7 +83,7 @@ impl ScheduledCore {
             && std::mem::take(&mut queue.worker_parked);
         drop(queue);
         if wake {
-            self.work_available.notify_one();
+            self.parker.unpark();
         }
         entry.finish_cancel(cancellation);
         drop(removed);
