@@ -95,6 +95,7 @@ impl WorkerParker {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
@@ -102,13 +103,19 @@ mod tests {
     fn an_unpark_before_the_park_is_not_lost() {
         let parker = Arc::new(WorkerParker::default());
         let (registered_tx, registered_rx) = mpsc::channel();
-        let (go_tx, go_rx) = mpsc::channel::<()>();
+        // The worker waits for the unpark by spinning, not by blocking: a blocking wait (a
+        // channel's `recv`) parks the thread itself and would take the token meant for the
+        // park below (as it may from any code that parks the worker thread between an unpark
+        // and the worker's park, which the executor never does).
+        let unparked = Arc::new(AtomicBool::new(false));
         let worker = {
-            let parker = Arc::clone(&parker);
+            let (parker, unparked) = (Arc::clone(&parker), Arc::clone(&unparked));
             thread::spawn(move || {
                 parker.register_current();
                 registered_tx.send(()).unwrap();
-                go_rx.recv().unwrap();
+                while !unparked.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
                 // The unpark already happened: this returns at once. A lost token would sleep
                 // until the (far) deadline.
                 let deadline = Instant::now() + Duration::from_secs(60);
@@ -118,7 +125,7 @@ mod tests {
         };
         registered_rx.recv().unwrap();
         parker.unpark();
-        go_tx.send(()).unwrap();
+        unparked.store(true, Ordering::Release);
         assert!(worker.join().unwrap(), "the park waited for its deadline");
     }
 
