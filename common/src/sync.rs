@@ -8,7 +8,7 @@
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use std::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
     };
     pub(crate) use std::sync::Arc;
 
@@ -64,7 +64,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU8, AtomicUsize, Ordering,
     };
     pub(crate) use loom::sync::Arc;
 

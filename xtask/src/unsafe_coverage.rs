@@ -84,8 +84,13 @@ const LOOM_ONLY: &[&str] = &["common/src/sync.rs"];
 
 /// Files whose only `unsafe` is calls into a dependency that Miri reports for its own code
 /// and that the crate therefore swaps out under Miri (`parking_lot_core`: see
-/// `common/src/park_lock/mod.rs`). The native suites and the valgrind step execute them.
-const NATIVE_ONLY: &[&str] = &["common/src/park_lock/lot_parking.rs"];
+/// `common/src/park_lock/mod.rs`), or system calls Miri cannot make (`membarrier(2)`: see
+/// `common/src/executors/claim_fence.rs`, which uses full fences under Miri). The native
+/// suites and the valgrind step execute them.
+const NATIVE_ONLY: &[&str] = &[
+    "common/src/park_lock/lot_parking.rs",
+    "common/src/executors/claim_fence.rs",
+];
 
 /// Checks that every library file with `unsafe` under `root` is listed in [`UNSAFE_FILES`]
 /// (or [`LOOM_ONLY`], [`NATIVE_ONLY`]) and that every target listed for it is among `miri_runs`.

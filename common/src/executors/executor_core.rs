@@ -103,7 +103,7 @@ pub(crate) struct ExecutorCore<B: BetweenBatches> {
     /// nothing the worker polls shares it.
     pub(crate) queue: CachePadded<Producers<B::Locked>>,
     /// The tasks the worker swapped out of `queue` in one go and runs one at a time. Each is
-    /// claimed with one atomic increment before it runs, which makes `shutdown_now` exact: a
+    /// announced before it runs (`task_batch.rs`), which makes `shutdown_now` exact: a
     /// task is either claimed by the worker (and runs) or stolen by `shutdown_now`.
     pub(crate) batch: CachePadded<TaskBatch>,
     /// The parked worker sleeps on its thread's parker; producers wake it through this
@@ -472,8 +472,7 @@ impl<B: BetweenBatches> Drop for ExecutorCore<B> {
         let mut stranded = Vec::new();
         let mut ring = {
             let mut queue = self.queue.lock();
-            // SAFETY: the queue lock is held (and `&mut self`: no worker runs).
-            unsafe { self.batch.steal_unclaimed(&mut stranded) };
+            self.batch.drain_untaken(&mut stranded);
             std::mem::replace(&mut queue.ring, Ring::empty())
         };
         let queued = std::iter::from_fn(|| ring.pop_front().map(ManuallyDrop::into_inner));

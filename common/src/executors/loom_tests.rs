@@ -124,3 +124,26 @@ fn loom_a_batch_racing_shutdown_now_is_taken_whole_or_refused_whole() {
         assert_eq!(ran.load(Ordering::SeqCst) + returned.len(), accepted);
     });
 }
+
+/// The claim handshake alone (`task_batch.rs`): three tasks queued before the worker starts,
+/// so it takes them as one batch, announcing each, while `shutdown_now` steals. Each task runs
+/// or comes back, once. (A mutant without the claim fence on either side fails this model: a
+/// task both runs and comes back.)
+#[test]
+fn loom_a_running_batch_racing_shutdown_now_hands_each_task_to_one_side() {
+    loom::model(|| {
+        let core = Arc::new(PlainCore::new_started_for_loom(4));
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..3 {
+            assert!(PlainCore::enqueue(&core, counting_task(&ran)).is_ok());
+        }
+        let worker = start_worker(&core);
+        let returned = PlainCore::shutdown_now(&core);
+        worker.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst) + returned.len(), 3);
+        for task in returned {
+            task.run();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 3, "each task ran once in all");
+    });
+}

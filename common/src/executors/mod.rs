@@ -21,6 +21,7 @@
 
 mod between_batches;
 mod cancelled_tasks;
+mod claim_fence;
 mod executor;
 mod executor_builder;
 mod executor_core;

@@ -6,6 +6,7 @@
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
 use crate::executors::executor_counters::BusySpan;
+use crate::executors::task_batch::Claim;
 use crate::idle_spin;
 use crate::sync::{Arc, Ordering};
 use std::time::Instant;
@@ -41,9 +42,22 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// `B`'s work after each task and after the batch.
     #[inline]
     fn run_batch(this: &Arc<Self>) {
-        // SAFETY: this is the worker (or, under loom, the one thread driving it); it refills
-        // or releases the batch only in `take_ready` / `trim_idle`, after this loop.
-        while let Some(task) = unsafe { this.batch.claim() } {
+        loop {
+            // SAFETY: this is the worker (or, under loom, the one thread driving it); it
+            // refills or releases the batch only in `take_ready` / `trim_idle`, after this loop.
+            let task = match unsafe { this.batch.claim() } {
+                Claim::Task(task) => task,
+                Claim::Exhausted => break,
+                Claim::Contested => {
+                    // A `shutdown_now` raced the claim: its steal is done once its lock is free.
+                    let _queue = this.queue.lock();
+                    // SAFETY: the worker, right after a contested claim, under the queue lock.
+                    match unsafe { this.batch.settle_contested() } {
+                        Some(task) => task,
+                        None => break,
+                    }
+                }
+            };
             this.worker_counters.record(this.lifecycle.run_task(task));
             B::after_task(this);
         }
