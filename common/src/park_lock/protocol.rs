@@ -21,6 +21,13 @@ const CONTENDED: u8 = 2;
 
 /// A mutual-exclusion lock that spins briefly, yields only while it waits alone, then parks.
 /// A panic while it is held does not poison it.
+///
+/// Layout: `repr(C)` keeps the lock word in front of the value, on the cache line of the
+/// value's first fields. Left to reorder, rustc put the lock word after the value; for the
+/// scheduled executor's queue state (the ring, then the 80-byte timer wheel) that was another
+/// line, so every `execute` touched two lines the worker also writes (hand-off K=256:
+/// 72.0 -> 51.4 ns per task with `repr(C)`, the plain executor's 46 unchanged).
+#[repr(C)]
 pub(crate) struct Mutex<T> {
     state: AtomicU8,
     /// Threads past their spin in `lock`, yielding or parked (a hint for the yield policy;
