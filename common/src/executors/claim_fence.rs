@@ -7,8 +7,8 @@
 //! takes, then looks for a steal; the stealer marks the steal, then reads the worker's
 //! announcement. Each side needs a StoreLoad barrier between its store and its load, or both
 //! may miss the other's store. A full fence (or a locked read-modify-write, which the first
-//! version used) per task cost the worker ~24 ns of the ~32 ns it spent per task on the 2-core
-//! EPYC host.
+//! version used) per task cost the worker more than half of its ~20 ns per task on the 2-core
+//! EPYC host (~8.5 ns without it: `task_batch.rs`).
 //!
 //! On Linux the worker's side is only a compiler fence, and the stealer's side is
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: the kernel makes every running thread of the
