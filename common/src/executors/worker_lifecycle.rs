@@ -224,11 +224,7 @@ impl WorkerLifecycle {
 
     /// Runs a task at the one panic boundary: a panic goes to the factory's hook. Returns how
     /// the task ended (a submitted task catches its own panic and says so).
-    ///
-    /// Always inlined into the worker loop: `#[inline]` left it to the compiler, which in some
-    /// crates' monomorphizations kept it out of line (seen in a profile of a hand-off probe
-    /// built outside `microbench`: a call per task, and a slower worker).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn run_task(&self, task: RawTask) -> JobOutcome {
         match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
             Ok(outcome) => outcome,
