@@ -743,6 +743,65 @@ fn a_shared_named_factory_numbers_its_threads_from_one_under_one_pool_id() {
     );
 }
 
+/// `shutdown_now` landing anywhere in a running batch (the claim handshake of
+/// `task_batch.rs`, with whichever fence pair this platform uses): 64 tasks queued behind a
+/// blocked worker run as one batch once it is released, and `shutdown_now` comes after a
+/// number of them that varies with the round. Each task runs on the worker or comes back, once;
+/// the ones that come back are the batch's tail, in order; every capture is dropped once.
+#[test]
+fn shutdown_now_racing_a_running_batch_hands_each_task_to_one_side_once() {
+    // Under Miri (~10^4 times slower) fewer iterations, the same assertions.
+    const ROUNDS: usize = if cfg!(miri) { 10 } else { 2_000 };
+    const TASKS: usize = 64;
+    for round in 0..ROUNDS {
+        let executor = PulsarExecutors::new_single_thread_executor();
+        let release = block_worker(&executor);
+        let drops = DropCounter::new();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..TASKS {
+            let (token, ran, order) = (drops.token(), Arc::clone(&ran), Arc::clone(&order));
+            executor
+                .execute(move || {
+                    let _token = token;
+                    order.lock().unwrap().push(i);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+        }
+        release.send(()).unwrap();
+        // Let the worker into the batch: wait (by spinning on its progress) until it has run
+        // a number of tasks that varies with the round, then stop it.
+        let after = round % (TASKS / 2);
+        while ran.load(Ordering::SeqCst) < after {
+            std::hint::spin_loop();
+        }
+        let returned = executor.shutdown_now();
+        assert!(executor.await_termination(LONG));
+        let ran_on_worker = ran.load(Ordering::SeqCst);
+        assert_eq!(
+            ran_on_worker + returned.len(),
+            TASKS,
+            "round {round}: ran {ran_on_worker} + returned {}",
+            returned.len()
+        );
+        assert_eq!(
+            *order.lock().unwrap(),
+            (0..ran_on_worker).collect::<Vec<_>>(),
+            "round {round}: the worker ran the batch's head, in order"
+        );
+        for task in returned {
+            task.run();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            (0..TASKS).collect::<Vec<_>>(),
+            "round {round}: the returned tasks are the batch's tail, in order"
+        );
+        assert_eq!(drops.drops(), TASKS, "round {round}: drops");
+    }
+}
+
 #[test]
 fn shutdown_now_takes_back_the_unclaimed_rest_of_the_batch_the_worker_is_running() {
     let executor = PulsarExecutors::new_single_thread_executor();
