@@ -28,6 +28,8 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
         let _terminator = Terminator(&**this);
         this.parker.register_current();
+        #[cfg(not(loom))]
+        crate::park_lock::prepare_parking();
         let mut busy = BusySpan::begin();
         loop {
             Self::run_batch(this);

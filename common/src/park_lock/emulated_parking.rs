@@ -125,3 +125,12 @@ pub(super) fn unpark_all(key: usize) {
         unparked.notify_all();
     }
 }
+
+/// Grows the list of parked threads to room for a few now (`lot_parking::prepare`'s
+/// counterpart: the first park then allocates nothing mid-workload).
+pub(super) fn prepare() {
+    let (mutex, _) = lot();
+    let mut lot = lock(mutex);
+    let room = 8usize.saturating_sub(lot.parked.len());
+    lot.parked.reserve(room);
+}

@@ -47,3 +47,16 @@ pub(super) fn unpark_all(key: usize) {
         parking_lot_core::unpark_all(key, DEFAULT_UNPARK_TOKEN);
     }
 }
+
+/// Makes the parking lot's global table of parked threads now, if no thread has parked or
+/// unparked through it yet. `parking_lot_core` allocates it on first use (1 KiB of buckets,
+/// and each thread racing to make it allocates its own copy before one wins), which would
+/// otherwise happen at whichever lock is first contended, mid-workload: a steady workload that
+/// allocates nothing would then allocate once, somewhere. An executor's worker calls this when
+/// it starts, where starting the thread allocates anyway.
+pub(super) fn prepare() {
+    /// A key no lock or condition variable parks on.
+    static NOBODY_PARKS_HERE: u8 = 0;
+    // Unparking a key with no waiter takes its bucket's lock, making the table first.
+    unpark_one(std::ptr::addr_of!(NOBODY_PARKS_HERE) as usize);
+}

@@ -99,6 +99,13 @@ fn yield_hint() {
 
 include!("protocol.rs");
 
+/// Sets up, now, what the locks' parking allocates on its first use (the parking lot's table
+/// of parked threads), so that it is not allocated mid-workload by whichever lock is first
+/// contended. Executor workers call it when they start. Idempotent and cheap (one bucket lock).
+pub(crate) fn prepare_parking() {
+    parking::prepare();
+}
+
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     pub(crate) const fn new(value: T) -> Self {
