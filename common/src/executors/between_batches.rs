@@ -93,6 +93,12 @@ pub trait BetweenBatches: Sized + Send + Sync + 'static {
         idle_spin::spin_for_work(work_hint, idle_spin::MAX_SPIN, true);
     }
 
+    /// Whether [`trim_idle`](Self::trim_idle) would free anything now: an idle worker waits
+    /// with the idle trim's timeout only when it would. Under the lock.
+    fn holds_idle_memory(&self, _locked: &Self::Locked) -> bool {
+        false
+    }
+
     /// Gives back the memory of an idle locked half; returns the slots freed. Under the lock.
     fn trim_idle(&self, _locked: &mut Self::Locked) -> usize {
         0

@@ -3,6 +3,7 @@
 //!
 //! The protocol (claim, park and wake-up, trim) is described in `README.md` beside this file.
 
+use crate::collections::ring::MIN_TRIM_CAPACITY;
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
 use crate::executors::executor_counters::BusySpan;
@@ -118,10 +119,13 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 // queue was seen empty under it: no wake-up can be lost. Work of `B` that
                 // changes how long to sleep (an earlier timer) wakes the worker the same way.
                 busy.end(&this.worker_counters);
-                let now = Instant::now();
-                let idle_since = *idle_since.get_or_insert(now);
+                // A timed park costs the worker more than a plain one (the kernel arms and
+                // cancels a timer on every wait): only a worker holding more than its resting
+                // queues waits with the idle trim's timeout.
                 let trim_at = match this.idle_trim_after {
-                    Some(idle) if !trimmed => idle_since.checked_add(idle),
+                    Some(idle) if !trimmed && this.holds_idle_memory(&queue) => {
+                        idle_since.get_or_insert_with(Instant::now).checked_add(idle)
+                    }
                     _ => None,
                 };
                 let wake_at = match (B::wake_at(&queue.between), trim_at) {
@@ -164,6 +168,18 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
     }
 
+    /// Whether an idle trim would give back more than the resting queues: a ring and a
+    /// batch of at most [`MIN_TRIM_CAPACITY`] slots each (what a worker handed one task at a
+    /// time keeps, and would allocate again at once if freed), plus what `B` holds. Caller is
+    /// the worker, under the queue lock.
+    fn holds_idle_memory(&self, queue: &QueueState<B::Locked>) -> bool {
+        // SAFETY: the caller is the worker and holds the queue lock.
+        let batch = unsafe { self.batch.capacity() };
+        queue.ring.capacity() > MIN_TRIM_CAPACITY
+            || batch > MIN_TRIM_CAPACITY
+            || self.between.holds_idle_memory(&queue.between)
+    }
+
     /// Records the slots allocated now for `stats`. Caller holds the queue lock.
     fn note_capacity(&self, queue: &QueueState<B::Locked>) {
         // SAFETY: the queue lock is held.
@@ -195,5 +211,64 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         };
         Self::run_batch(this);
         ready
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::executors::between_batches::BetweenBatches;
+    use crate::executors::executor_core::ExecutorCore;
+    use crate::executors::{NamedThreadFactory, PulsarExecutors, ScheduledExecutor};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Whether the executor's worker would park with the idle trim's timeout now.
+    fn waits_for_trim<B: BetweenBatches>(core: &ExecutorCore<B>) -> bool {
+        let queue = core.queue.lock();
+        core.holds_idle_memory(&queue)
+    }
+
+    #[test]
+    fn only_a_worker_holding_more_than_its_resting_queues_parks_with_the_trim_timeout() {
+        let executor = PulsarExecutors::new_single_thread_executor();
+        for value in 0..3 {
+            assert_eq!(executor.submit(move || value).unwrap().join().unwrap(), value);
+        }
+        // One task at a time: a 64-slot ring and a 64-slot batch, which a trim would free
+        // only for the next task to allocate again. The worker parks without a timeout.
+        assert!(executor.queue_capacity() <= 128);
+        assert!(!waits_for_trim(executor.core()));
+
+        // A burst queued behind a blocked worker grows the ring past its resting size.
+        let (release, blocked) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel();
+        executor
+            .execute(move || {
+                started_tx.send(()).unwrap();
+                blocked.recv().unwrap();
+            })
+            .unwrap();
+        started.recv().unwrap();
+        for _ in 0..1_000 {
+            executor.execute(|| ()).unwrap();
+        }
+        assert!(waits_for_trim(executor.core()));
+        release.send(()).unwrap();
+        assert_eq!(executor.submit(|| 7).unwrap().join().unwrap(), 7);
+        // Drained and idle, still holding the burst's storage: it waits to trim it.
+        assert!(waits_for_trim(executor.core()));
+    }
+
+    #[test]
+    fn a_scheduled_worker_parks_with_the_trim_timeout_while_its_timer_storage_is_held() {
+        let executor = ScheduledExecutor::new(NamedThreadFactory::new("trim-test"));
+        assert_eq!(executor.submit(|| 1).unwrap().join().unwrap(), 1);
+        assert!(!waits_for_trim(executor.core()), "no timer yet: nothing to trim");
+        let timer = executor
+            .schedule(Duration::from_secs(3600), || ())
+            .unwrap();
+        assert!(timer.cancel());
+        // The wheel's storage stays allocated until an idle trim frees it.
+        assert!(waits_for_trim(executor.core()));
     }
 }

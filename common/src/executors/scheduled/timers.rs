@@ -380,6 +380,10 @@ impl BetweenBatches for Timers {
         idle_spin::spin_for_work(ready, cap, !armed);
     }
 
+    fn holds_idle_memory(&self, wheel: &TimerWheel) -> bool {
+        wheel.capacity() > 0 || self.due.lock().capacity() > 0
+    }
+
     /// The due list and an empty wheel entirely.
     fn trim_idle(&self, wheel: &mut TimerWheel) -> usize {
         let due = {
