@@ -119,12 +119,21 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 // queue was seen empty under it: no wake-up can be lost. Work of `B` that
                 // changes how long to sleep (an earlier timer) wakes the worker the same way.
                 busy.end(&this.worker_counters);
+                // The clock is read on every park, even where no timeout needs it: a build
+                // that read it only for the trim's deadline made the K=256, 8-submitter
+                // hand-off ~12% slower (ours ÷ the fastest peer 0.70x -> 0.79x, three A/Bs of
+                // alternated processes, 2026-12-03; a build reading it once per idle period:
+                // 0.75x). Why is not understood: the read holds the queue lock ~30 ns longer
+                // before the worker flags itself parked, and that row's time per batch moves
+                // with small changes of the worker's timing between batches.
+                let now = Instant::now();
+                let idle_since = *idle_since.get_or_insert(now);
                 // A timed park costs the worker more than a plain one (the kernel arms and
                 // cancels a timer on every wait): only a worker holding more than its resting
                 // queues waits with the idle trim's timeout.
                 let trim_at = match this.idle_trim_after {
                     Some(idle) if !trimmed && this.holds_idle_memory(&queue) => {
-                        idle_since.get_or_insert_with(Instant::now).checked_add(idle)
+                        idle_since.checked_add(idle)
                     }
                     _ => None,
                 };
