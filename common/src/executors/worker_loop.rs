@@ -241,7 +241,10 @@ mod tests {
     fn only_a_worker_holding_more_than_its_resting_queues_parks_with_the_trim_timeout() {
         let executor = PulsarExecutors::new_single_thread_executor();
         for value in 0..3 {
-            assert_eq!(executor.submit(move || value).unwrap().join().unwrap(), value);
+            assert_eq!(
+                executor.submit(move || value).unwrap().join().unwrap(),
+                value
+            );
         }
         // One task at a time: a 64-slot ring and a 64-slot batch, which a trim would free
         // only for the next task to allocate again. The worker parks without a timeout.
@@ -272,10 +275,11 @@ mod tests {
     fn a_scheduled_worker_parks_with_the_trim_timeout_while_its_timer_storage_is_held() {
         let executor = ScheduledExecutor::new(NamedThreadFactory::new("trim-test"));
         assert_eq!(executor.submit(|| 1).unwrap().join().unwrap(), 1);
-        assert!(!waits_for_trim(executor.core()), "no timer yet: nothing to trim");
-        let timer = executor
-            .schedule(Duration::from_secs(3600), || ())
-            .unwrap();
+        assert!(
+            !waits_for_trim(executor.core()),
+            "no timer yet: nothing to trim"
+        );
+        let timer = executor.schedule(Duration::from_secs(3600), || ()).unwrap();
         assert!(timer.cancel());
         // The wheel's storage stays allocated until an idle trim frees it.
         assert!(waits_for_trim(executor.core()));
