@@ -50,9 +50,16 @@
 //! spin's reach: a short spin, look or yield saw work, the work was found right after the spin
 //! gave up, or the park lasted less than [`SHORT_PARK`] (the callers report their wake-ups,
 //! [`note_woken`]); a longer park starts the count over. Without such a streak the probe is
-//! skipped: the pace moves on as after a lost probe, and short spins and yields get one more
-//! try each (what a lost probe would have given them, cut to one wait: beside CPU hogs the
-//! yields are what wins, and they must not stay stopped for lack of probes). So a worker whose
+//! skipped: the pace moves on as after a lost probe. (Until 2026-12-03 a skipped probe also
+//! gave short spins and yields one more try each, so that yields, which win beside CPU hogs,
+//! would not stay stopped for lack of probes. That cost the sparse worker about 0.45 us of its
+//! ~6.3 us per wait; without it, 60 rounds each in 10 alternated processes on the AMD EPYC
+//! host: the `sparse` row's worker CPU per batch 6.31 -> 5.86 us, ours ÷ the best peer 1.17x
+//! -> 1.06x, and a build that never spins or yields 5.31 us / 1.05x. The oversubscribed
+//! hand-off rows, 16 rounds each in 8 alternated processes, ours ÷ the fastest peer, before ->
+//! after: K=16 S=1 1.21x -> 0.97x, S=2 1.21x -> 1.26x, S=8 1.34x -> 0.88x; K=256 S=1 0.54x ->
+//! 0.56x, S=2 0.61x -> 0.53x, S=8 0.83x -> 0.52x: within their wide spread or better; a
+//! spin or look that sees work still brings yields back.) So a worker whose
 //! work comes too sparsely for any spin to win no longer spins at all between its probe
 //! times, where the back-off alone still gave it full probes, and more after any two tasks
 //! that came close together (a spin that saw work restarts the pace). The hand-off bench's
@@ -411,12 +418,11 @@ impl IdleSpin {
             Some(last) => now.saturating_duration_since(last) >= self.probe_wait(),
         };
         if probe_due && self.short_waits < PROBE_STREAK {
-            // A probe's time, but no streak of short waits: no full spin. The pace moves on
-            // as after a lost probe, and short spins and yields get one more try each.
+            // A probe's time, but no streak of short waits: no full spin, and no retry of the
+            // short spins or yields either (see the module's notes). The pace moves on as
+            // after a lost probe.
             self.last_probe = Some(now);
             self.lost_probes = self.lost_probes.saturating_add(1);
-            self.short_losses = self.short_losses.min(SHORT_LOSSES - 1);
-            self.yield_losses = self.yield_losses.min(YIELD_LOSSES - 1);
         } else if probe_due {
             self.last_probe = Some(now);
             self.short_losses = 0;
@@ -774,7 +780,7 @@ mod tests {
         let (mut spin, probes) = parking_after_chill(start, us(1100), ms(400), ms(1));
         assert_eq!(probes, vec![ms(0)]);
         // The probes' times still come, backing off as if they had lost (2, 4, 8, 16, 32,
-        // then 64 ms apart), and each gives short spins and yields one more try.
+        // then 64 ms apart), and give short spins and yields no new try.
         assert_eq!(spin.probe_wait(), MAX_PROBE_EVERY);
         let skipped = spin.last_probe.expect("a probe's time came");
         assert!(skipped > start + ms(300), "{:?}", skipped - start);
@@ -787,16 +793,18 @@ mod tests {
         let next = skipped + MAX_PROBE_EVERY;
         assert_eq!(
             spin.plan(next, MAX_SPIN),
-            SpinPlan::Short(SHORT_SPIN),
-            "one more short spin"
+            SpinPlan::Short(Duration::ZERO),
+            "a skipped probe: still only a look"
         );
+        assert_eq!(spin.yields_before_park(), 0, "and still no yields");
+        // A look that sees work brings the short spins and yields back.
+        let mut saw_work = spin;
+        saw_work.record(SpinPlan::Short(Duration::ZERO), SpinOutcome::Work);
         assert_eq!(
-            spin.yields_before_park(),
-            COLD_YIELDS,
-            "and one more wait's yields"
+            saw_work.plan(next + us(1), MAX_SPIN),
+            SpinPlan::Short(SHORT_SPIN)
         );
-        spin.record_yields(false);
-        assert_eq!(spin.yields_before_park(), 0);
+        assert_eq!(saw_work.yields_before_park(), COLD_YIELDS);
         // Parks shorter than SHORT_PARK: PROBE_STREAK of them in a row, and the next probe
         // time brings a probe. A long park in between starts the count over.
         for _ in 1..PROBE_STREAK {
