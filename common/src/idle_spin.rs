@@ -86,9 +86,9 @@
 //! did not move beyond its spread (ours 11.3 as built, 11.4 / 10.8 / 11.1 with the three
 //! variants; 4 processes of 3 rounds each). Nor did parking without the idle trim's timeout
 //! when first measured (7.04 / 7.00 us, 8 processes each); measured again on 2026-12-03, with
-//! the worker on its thread's own parker, it did (7.87 -> 6.74 us, 8 processes of 3 rounds
-//! each, two A/Bs agreeing): a worker holding only its resting queues now parks without it
-//! (see the trim policy in `executors/README.md`).
+//! the worker on its thread's own parker, it did (8.33 -> 7.14 us, 8 processes of 3 rounds
+//! each): a worker holding only its resting queues now parks without it (see the trim policy
+//! in `executors/README.md`).
 //!
 //! Once [`SHORT_LOSSES`] short spins in a row have run out, a cold worker stops spinning
 //! until its next probe: it looks once and parks. That is the first failure mode at its

@@ -179,10 +179,11 @@ impl<B: BetweenBatches> ExecutorCore<B> {
 
     /// Whether an idle trim would give back more than the resting queues: a ring and a
     /// batch of at most [`MIN_TRIM_CAPACITY`] slots each (what a worker handed one task at a
-    /// time keeps, and would allocate again at once if freed), plus what `B` holds. Caller is
-    /// the worker, under the queue lock.
+    /// time keeps, and would allocate again at once if freed), plus what `B` holds. Caller
+    /// holds the queue lock (the worker about to park; tests).
     fn holds_idle_memory(&self, queue: &QueueState<B::Locked>) -> bool {
-        // SAFETY: the caller is the worker and holds the queue lock.
+        // SAFETY: the caller holds the queue lock, under which the batch's storage does not
+        // change (`TaskBatch::capacity`'s contract).
         let batch = unsafe { self.batch.capacity() };
         queue.ring.capacity() > MIN_TRIM_CAPACITY
             || batch > MIN_TRIM_CAPACITY
