@@ -49,6 +49,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
         &["--lib", "scheduled_executor"],
     ),
     (
+        "common/src/executors/scheduled/timer_ref.rs",
+        "pulsar-common",
+        &["--lib", "scheduled_executor"],
+    ),
+    (
         "common/src/executors/scheduled/timer_wheel.rs",
         "pulsar-common",
         &["--lib", "scheduled_executor"],

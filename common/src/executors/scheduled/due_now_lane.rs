@@ -31,8 +31,8 @@
 //! holds the queue lock) looks in the lane first, then in the due list.
 
 use crate::executors::scheduled::timer_entry::{EntryHeader, Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_ref::TimerRef;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// A timer in the lane, with the key the wheel orders by.
 pub(crate) struct LaneTimer {
@@ -40,7 +40,7 @@ pub(crate) struct LaneTimer {
     pub(crate) deadline: u64,
     /// Arming order (the wheel's sequence).
     pub(crate) seq: u64,
-    pub(crate) entry: Arc<dyn Timer>,
+    pub(crate) entry: TimerRef<dyn Timer>,
 }
 
 /// The FIFO of due-when-armed timers (module docs). Not thread-safe: it lives in the wheel,
@@ -95,7 +95,7 @@ impl DueNowLane {
     }
 
     /// Removes the timer whose header is `header` (a cancel), if it is here. O(lane).
-    pub(crate) fn remove(&mut self, header: *const EntryHeader) -> Option<Arc<dyn Timer>> {
+    pub(crate) fn remove(&mut self, header: *const EntryHeader) -> Option<TimerRef<dyn Timer>> {
         let position = self
             .timers
             .iter()
@@ -114,7 +114,7 @@ impl DueNowLane {
     pub(crate) fn extract(
         &mut self,
         take: &mut impl FnMut(&dyn Timer) -> bool,
-        taken: &mut Vec<Arc<dyn Timer>>,
+        taken: &mut Vec<TimerRef<dyn Timer>>,
     ) {
         let mut kept = VecDeque::with_capacity(self.timers.len());
         for timer in self.timers.drain(..) {

@@ -8,7 +8,8 @@
 //! --release --lib loom` (`cargo xtask test` does).
 
 use super::scheduled_handle::ScheduledHandle;
-use super::timer_entry::{EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob};
+use super::timer_entry::{Once, Period, Repeating, TimerEntry, TimerJob};
+use super::timer_ref::TimerRef;
 use super::timers::ScheduledCore;
 use crate::executors::raw_task::RawTask;
 use crate::executors::task_error::TaskError;
@@ -39,11 +40,9 @@ fn arm_via<J: TimerJob>(
     due_now: bool,
 ) -> Option<ScheduledHandle<J::Output>> {
     let deadline = Instant::now();
-    let entry = std::sync::Arc::new(TimerEntry::new(job));
-    let timer: std::sync::Arc<dyn Timer> = entry.clone();
-    ScheduledCore::arm(core, deadline, due_now, timer).ok()?;
-    let entry: std::sync::Arc<dyn EntryOutcome<J::Output>> = entry;
-    Some(ScheduledHandle::new(entry, Arc::clone(core)))
+    let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
+    ScheduledCore::arm(core, deadline, due_now, timer.erase()).ok()?;
+    Some(ScheduledHandle::new(entry.outcome(), Arc::clone(core)))
 }
 
 fn counting_job(ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) -> impl FnOnce() + Send {
@@ -246,13 +245,26 @@ fn loom_join_racing_the_fire_is_woken_with_the_value() {
     });
 }
 
+/// In the wheel's lane (a zero delay), where the cancel takes the entry out of the lane.
 #[test]
 fn loom_join_racing_a_cancel_is_woken_with_cancelled() {
-    loom::model(|| {
+    join_racing_a_cancel(true);
+}
+
+/// In the wheel's levels, where the cancel's one compare-and-swap both cancels the entry and
+/// lets go of the wheel's reference (`TimerRef::cancel_unlinked`), racing the waiter's bit.
+#[test]
+fn loom_join_racing_a_cancel_of_a_timer_in_the_levels_is_woken_with_cancelled() {
+    join_racing_a_cancel(false);
+}
+
+fn join_racing_a_cancel(due_now: bool) {
+    loom::model(move || {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
         let dropped = Arc::new(AtomicUsize::new(0));
         let token = Token(Arc::clone(&dropped));
-        let handle = std::sync::Arc::new(arm(&core, Once(move || drop(token))).unwrap());
+        let handle =
+            std::sync::Arc::new(arm_via(&core, Once(move || drop(token)), due_now).unwrap());
         let canceller = {
             let handle = std::sync::Arc::clone(&handle);
             thread::spawn(move || assert!(handle.cancel()))
@@ -267,6 +279,30 @@ fn loom_join_racing_a_cancel_is_woken_with_cancelled() {
             "the closure dropped by the cancel"
         );
         assert_eq!(core.pending_tasks(), 0);
+    });
+}
+
+/// The handle dropped while the worker fires the timer and lets go of its own reference: the
+/// entry is freed exactly once, by whichever reference goes last (the run's output, stored in
+/// the entry and never taken, is dropped with it: a leak leaves it undropped, a double free
+/// drops it twice).
+#[test]
+fn loom_the_handle_dropped_racing_the_fire_frees_the_entry_once() {
+    loom::model(|| {
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let output = Token(Arc::clone(&dropped));
+        let handle = arm(&core, Once(move || output)).unwrap();
+        let worker = {
+            let core = Arc::clone(&core);
+            thread::spawn(move || {
+                ScheduledCore::run_ready(&core);
+            })
+        };
+        drop(handle);
+        worker.join().unwrap();
+        assert_eq!(core.pending_tasks(), 0);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the entry freed once");
     });
 }
 

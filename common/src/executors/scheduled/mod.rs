@@ -29,6 +29,7 @@ mod scheduled_core;
 mod scheduled_executor;
 mod scheduled_handle;
 mod timer_entry;
+mod timer_ref;
 mod timer_wheel;
 pub(crate) mod timers;
 

@@ -4,10 +4,14 @@
 //!
 //! The protocol (lock order, cancel vs fire) is described in `README.md` beside this file.
 
-use crate::executors::executor_core::RUNNING;
+use crate::executors::executor_core::{QueueState, RUNNING};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::rejected::RejectReason;
-use crate::executors::scheduled::timer_entry::{Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_entry::{
+    EntryHeader, Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP,
+};
+use crate::executors::scheduled::timer_ref::TimerRef;
+use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::scheduled::timers::{cancel_detached, ScheduledCore};
 use crate::sync::Arc;
 use std::time::Instant;
@@ -24,7 +28,7 @@ impl ScheduledCore {
         this: &Arc<Self>,
         deadline: Instant,
         due_now: bool,
-        entry: std::sync::Arc<dyn Timer>,
+        entry: TimerRef<dyn Timer>,
     ) -> Result<(), RejectReason> {
         let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(1))?;
         let earliest = if due_now {
@@ -49,34 +53,37 @@ impl ScheduledCore {
     // ---- cancel and re-arm ---------------------------------------------------------------
 
     /// Cancels `entry` unless it already ran, runs (one-shot) or was cancelled; removes it from
-    /// the heap at once. Returns whether this call cancelled it.
-    pub(crate) fn cancel<T: Timer + ?Sized>(&self, entry: &T) -> bool {
+    /// the wheel at once. Returns whether this call cancelled it. `entry` is the caller's own
+    /// reference (the handle's), which keeps the entry alive through the call.
+    pub(crate) fn cancel<T: Timer + ?Sized>(&self, entry: &TimerRef<T>) -> bool {
         let mut queue = self.queue.lock();
-        // Under the queue lock, so that a periodic re-arm (also under it) is either before
-        // this (the entry is back in the heap, and removed below) or fails.
-        let Some(cancellation) = entry.header().try_cancel(entry.is_periodic()) else {
-            return false;
-        };
-        let removed = match entry.header().heap_index() {
-            NOT_IN_HEAP => None, // claimed by the worker, or handed back by `shutdown_now`
-            IN_DUE_LIST => {
-                // In the wheel's lane, or moved to the worker's due list, which the worker may
-                // have claimed it from since: look under the due list's lock.
-                let header: *const _ = entry.header();
-                queue.between.remove_from_lane(header).or_else(|| {
-                    let mut due = self.between.due.lock();
-                    let position = due.iter().position(|d| std::ptr::eq(d.header(), header));
-                    position.and_then(|position| due.remove(position))
-                })
+        // Where the entry is cannot change while the queue lock is held, except that the
+        // worker may claim one from its due list (under that list's lock).
+        let (cancellation, removed) = match entry.header().heap_index() {
+            NOT_IN_HEAP | IN_DUE_LIST => {
+                // Due, claimed, or a periodic run in progress. Under the queue lock, so that a
+                // periodic re-arm (also under it) either came first (the entry is then back in
+                // the wheel: the arm below) or fails after this.
+                let Some(cancellation) = entry.header().try_cancel(entry.is_periodic()) else {
+                    return false;
+                };
+                (
+                    cancellation,
+                    self.remove_detached(&mut queue, entry.header()),
+                )
             }
-            _ => Some(queue.between.remove(entry.header())),
+            _ => {
+                // In the wheel, so waiting (`SCHEDULED`): unlinking it hands over the wheel's
+                // reference, which the cancel's own transition lets go of (`timer_ref.rs`).
+                let removed = queue.between.remove(entry.header());
+                removed.header().set_heap_index(NOT_IN_HEAP);
+                let Some(cancellation) = removed.cancel_unlinked() else {
+                    unreachable!("a timer in the wheel is waiting");
+                };
+                EventCounters::add_under_queue_lock(&self.events.cancelled, 1);
+                (cancellation, None)
+            }
         };
-        if let Some(removed) = &removed {
-            removed.header().set_heap_index(NOT_IN_HEAP);
-            // Counted only when it was still waiting: a running entry counts as completed, one
-            // handed back by `shutdown_now` as returned.
-            EventCounters::add_under_queue_lock(&self.events.cancelled, 1);
-        }
         // A shut-down worker sleeping until this timer's deadline may now be free to exit.
         let wake = queue.run != RUNNING
             && queue.between.is_empty()
@@ -90,9 +97,34 @@ impl ScheduledCore {
         true
     }
 
+    /// After a won cancel of an entry that is not in the wheel's levels: takes it out of the
+    /// wheel's lane or the worker's due list if it waits there (`None` if the worker claimed
+    /// it, or `shutdown_now` handed it back), counting it as cancelled.
+    fn remove_detached(
+        &self,
+        queue: &mut QueueState<TimerWheel>,
+        header: &EntryHeader,
+    ) -> Option<TimerRef<dyn Timer>> {
+        if header.heap_index() != IN_DUE_LIST {
+            return None; // claimed by the worker, or handed back by `shutdown_now`
+        }
+        // In the wheel's lane, or moved to the worker's due list, which the worker may have
+        // claimed it from since: look under the due list's lock.
+        let removed = queue.between.remove_from_lane(header).or_else(|| {
+            let mut due = self.between.due.lock();
+            let position = due.iter().position(|d| std::ptr::eq(d.header(), header));
+            position.and_then(|position| due.remove(position))
+        })?;
+        removed.header().set_heap_index(NOT_IN_HEAP);
+        // Counted only when it was still waiting: a running entry counts as completed, one
+        // handed back by `shutdown_now` as returned.
+        EventCounters::add_under_queue_lock(&self.events.cancelled, 1);
+        Some(removed)
+    }
+
     /// Puts a periodic entry that just ran back in the heap, at its next deadline — unless it
     /// was cancelled during the run or the executor was shut down meanwhile (it stops then).
-    pub(crate) fn rearm(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) {
+    pub(crate) fn rearm(this: &Arc<Self>, entry: TimerRef<dyn Timer>) {
         // The worker owns the closure until the re-arm's transition hands it back (see
         // `TimerEntry`), so the next deadline is read before it.
         let deadline = entry.next_deadline(Instant::now());
@@ -125,7 +157,7 @@ impl ScheduledCore {
     /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even
     /// one that was already due.
     /// Returns what it did ([`Fired::Skipped`] for a periodic timer stopped by shutdown).
-    pub(crate) fn fire(this: &Arc<Self>, entry: std::sync::Arc<dyn Timer>) -> Fired {
+    pub(crate) fn fire(this: &Arc<Self>, entry: TimerRef<dyn Timer>) -> Fired {
         if entry.is_periodic() && this.run_state() != RUNNING {
             cancel_detached(&*entry);
             return Fired::Skipped;

@@ -5,13 +5,13 @@ use crate::executors::executor_builder::ScheduledExecutorBuilder;
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
 use crate::executors::scheduled::timer_entry::{
-    add_saturating, EntryOutcome, Once, Period, Repeating, Timer, TimerEntry, TimerJob,
+    add_saturating, Once, Period, Repeating, TimerEntry, TimerJob,
 };
+use crate::executors::scheduled::timer_ref::TimerRef;
 use crate::executors::scheduled::timers::{ScheduledCore, Timers};
 use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::ThreadFactory;
 use crate::sync::Arc as CoreArc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A single-thread executor for immediate, delayed and periodic tasks — the counterpart of
@@ -184,13 +184,13 @@ impl ScheduledExecutor {
         deadline: Instant,
         due_now: bool,
     ) -> Result<ScheduledHandle<J::Output>, RejectedExecution<J>> {
-        let entry = Arc::new(TimerEntry::new(job));
-        let timer: Arc<dyn Timer> = entry.clone();
-        match ScheduledCore::arm(self.core(), deadline, due_now, timer) {
-            Ok(()) => {
-                let entry: Arc<dyn EntryOutcome<J::Output>> = entry;
-                Ok(ScheduledHandle::new(entry, CoreArc::clone(self.core())))
-            }
+        // Made with both references at once: the wheel's and the handle's.
+        let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
+        match ScheduledCore::arm(self.core(), deadline, due_now, timer.erase()) {
+            Ok(()) => Ok(ScheduledHandle::new(
+                entry.outcome(),
+                CoreArc::clone(self.core()),
+            )),
             Err(reason) => {
                 let job = entry
                     .take_job()

@@ -1,13 +1,13 @@
 //! `ScheduledHandle`: cancel, poll or join a delayed or periodic task.
 
 use crate::executors::scheduled::timer_entry::{EntryOutcome, CANCELLED, DONE};
+use crate::executors::scheduled::timer_ref::TimerRef;
 use crate::executors::scheduled::timers::ScheduledCore;
 use crate::executors::task_error::TaskError;
 use crate::sync::Arc as CoreArc;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -47,13 +47,13 @@ use std::time::{Duration, Instant};
 /// assert_eq!(executor.pending_tasks(), 0);
 /// # executor.shutdown_now();
 /// ```
-pub struct ScheduledHandle<R> {
-    entry: Arc<dyn EntryOutcome<R>>,
+pub struct ScheduledHandle<R: 'static> {
+    entry: TimerRef<dyn EntryOutcome<R>>,
     core: CoreArc<ScheduledCore>,
 }
 
 impl<R: Send + 'static> ScheduledHandle<R> {
-    pub(crate) fn new(entry: Arc<dyn EntryOutcome<R>>, core: CoreArc<ScheduledCore>) -> Self {
+    pub(crate) fn new(entry: TimerRef<dyn EntryOutcome<R>>, core: CoreArc<ScheduledCore>) -> Self {
         Self { entry, core }
     }
 
@@ -70,7 +70,7 @@ impl<R: Send + 'static> ScheduledHandle<R> {
     /// Returns `true` if this call cancelled the task; `false` if it had already completed,
     /// been cancelled, or (one-shot) started running.
     pub fn cancel(&self) -> bool {
-        self.core.cancel(&*self.entry)
+        self.core.cancel(&self.entry)
     }
 
     /// Whether the task has completed: ran, panicked or was cancelled. A periodic task is done

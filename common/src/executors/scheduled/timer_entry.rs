@@ -2,9 +2,7 @@
 
 use crate::executors::task_error::TaskError;
 use crate::executors::thread_factory::panic_message;
-use crate::sync::{
-    AtomicPtr, AtomicU16, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell,
-};
+use crate::sync::{fence, AtomicPtr, AtomicU16, Condvar, Mutex, MutexGuard, Ordering, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
@@ -25,19 +23,32 @@ pub(crate) const RUNNING: u8 = 1;
 pub(crate) const DONE: u8 = 2;
 pub(crate) const CANCELLED: u8 = 3;
 /// The bits of the state word that hold the state.
-const STATE_MASK: u8 = 0b11;
+const STATE_MASK: u16 = 0b11;
 /// Set (never cleared) by a handle about to wait for the outcome (`join`, or a `poll` that
 /// left its waker): whoever makes the entry final then wakes it, under the `waiters` lock.
 /// Without it, finishing an entry takes no lock.
-const WAITING: u8 = 0b100;
+const WAITING: u16 = 0b100;
 /// Set once by the handle that takes the outcome: a second take is a misuse (a handle polled
 /// again after `Ready`), reported with a panic instead of a wait that never ends.
-const TAKEN: u8 = 0b1000;
+const TAKEN: u16 = 0b1000;
+/// One reference to the entry ([`TimerRef`](super::timer_ref::TimerRef)): the rest of the
+/// state word (above the state and the two bits) counts them. An entry has at most two (its
+/// armed side and its handle; tests clone more), far from the 4,095 the bits can count.
+const REF_ONE: u16 = 0b1_0000;
+/// The bits of the state word that count references.
+const REF_MASK: u16 = !(REF_ONE - 1);
+
+/// The state of a state word.
+#[inline]
+fn state_of(word: u16) -> u8 {
+    // The mask leaves two bits: the cast keeps them.
+    (word & STATE_MASK) as u8
+}
 
 /// Whether a state word holds a final state.
 #[inline]
-fn is_final(word: u8) -> bool {
-    matches!(word & STATE_MASK, DONE | CANCELLED)
+fn is_final(word: u16) -> bool {
+    matches!(state_of(word), DONE | CANCELLED)
 }
 
 /// The `heap_index` of an entry that is neither in the timer heap nor in the worker's due
@@ -50,11 +61,12 @@ pub(crate) const IN_DUE_LIST: u16 = u16::MAX - 1;
 /// The part of an entry the heap, the worker and `cancel` share, whatever the closure's type.
 pub(crate) struct EntryHeader {
     /// One of [`SCHEDULED`], [`RUNNING`], [`DONE`], [`CANCELLED`], plus the [`WAITING`] and
-    /// [`TAKEN`] bits. Every transition is a compare-and-swap (`AcqRel`) that keeps the bits,
-    /// so exactly one of "the worker claims it" (`SCHEDULED -> RUNNING`) and "cancel wins"
-    /// (`SCHEDULED -> CANCELLED`) happens. The state also says who owns the entry's closure
-    /// and outcome cells (see [`TimerEntry`]).
-    state: AtomicU8,
+    /// [`TAKEN`] bits and the reference count (`REF_ONE` each; see `timer_ref.rs`). Every
+    /// transition is a compare-and-swap (`AcqRel`) that keeps the other bits, so exactly one of
+    /// "the worker claims it" (`SCHEDULED -> RUNNING`) and "cancel wins" (`SCHEDULED ->
+    /// CANCELLED`) happens, and no transition loses a reference's release. The state also says
+    /// who owns the entry's closure and outcome cells (see [`TimerEntry`]).
+    state: AtomicU16,
     /// Where the entry is: its slot list in the timer wheel, [`IN_DUE_LIST`] or
     /// [`NOT_IN_HEAP`]. Slot lists change only under the executor's queue lock, and the wheel
     /// updates them on every move, so `cancel` (which holds that lock) finds the entry's list
@@ -85,8 +97,8 @@ pub(crate) struct WheelLinks {
     pub(crate) seq: u64,
     /// The previous entry of the slot list.
     pub(crate) prev: Option<NonNull<EntryHeader>>,
-    /// The next entry of the slot list: the wheel's strong reference to it, from
-    /// `Arc::into_raw`.
+    /// The next entry of the slot list: the wheel's reference to it, from
+    /// `TimerRef::into_raw`.
     pub(crate) next: Option<NonNull<dyn Timer>>,
 }
 
@@ -112,7 +124,7 @@ pub(crate) struct Cancellation {
 impl EntryHeader {
     fn new() -> Self {
         Self {
-            state: AtomicU8::new(SCHEDULED),
+            state: AtomicU16::new(u16::from(SCHEDULED) | REF_ONE),
             heap_index: AtomicU16::new(NOT_IN_HEAP),
             done: Condvar::new(),
             links: std::cell::UnsafeCell::new(WheelLinks {
@@ -139,9 +151,72 @@ impl EntryHeader {
         unsafe { &mut *self.links.get() }
     }
 
-    /// The state, without the waiter bits.
+    /// The state, without the waiter bits and the count.
     pub(crate) fn state(&self) -> u8 {
-        self.state.load(Ordering::Acquire) & STATE_MASK
+        state_of(self.state.load(Ordering::Acquire))
+    }
+
+    // ---- the reference count (see `timer_ref.rs`) ----------------------------------------
+
+    /// One more reference to an entry no other thread can see yet (a plain load and store).
+    pub(super) fn add_unshared_ref(&self) {
+        let word = self.state.load(Ordering::Relaxed);
+        self.state.store(word + REF_ONE, Ordering::Relaxed);
+    }
+
+    /// One more reference, made from one the caller holds (tests).
+    #[cfg(test)]
+    pub(super) fn add_ref(&self) {
+        let word = self.state.fetch_add(REF_ONE, Ordering::Relaxed);
+        assert!(
+            word & REF_MASK != REF_MASK,
+            "too many references to a timer"
+        );
+    }
+
+    /// References that exist now (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn ref_count(&self) -> usize {
+        usize::from((self.state.load(Ordering::Acquire) & REF_MASK) / REF_ONE)
+    }
+
+    /// Lets go of one reference; `true` if it was the last, in which case every access through
+    /// the others happened before this returned and the caller frees the entry.
+    #[inline]
+    pub(super) fn release_ref(&self) -> bool {
+        // Alone: no other reference exists and none can be made, so no read-modify-write is
+        // needed (the acquire load synchronises with the other references' releases).
+        if self.state.load(Ordering::Acquire) & REF_MASK == REF_ONE {
+            return true;
+        }
+        if self.state.fetch_sub(REF_ONE, Ordering::Release) & REF_MASK != REF_ONE {
+            return false;
+        }
+        fence(Ordering::Acquire);
+        true
+    }
+
+    /// `SCHEDULED -> CANCELLED` and one reference let go, in one compare-and-swap (see
+    /// `TimerRef::cancel_unlinked`). `None`, nothing changed, if the entry was not `SCHEDULED`.
+    pub(super) fn cancel_releasing_ref(&self) -> Option<Cancellation> {
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            if state_of(word) != SCHEDULED {
+                return None;
+            }
+            debug_assert!(
+                word & REF_MASK > REF_ONE,
+                "the caller holds another reference"
+            );
+            let next = ((word & !STATE_MASK) | u16::from(CANCELLED)) - REF_ONE;
+            match self
+                .state
+                .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(Cancellation { owns_job: true }),
+                Err(actual) => word = actual,
+            }
+        }
     }
 
     /// Caller holds the queue lock (or the due-list lock, to tell `IN_DUE_LIST` from a claim).
@@ -156,13 +231,13 @@ impl EntryHeader {
 
     /// `from -> to`, keeping the waiter bits. Returns the word it replaced, or `None` if the
     /// state was not `from`.
-    fn transition(&self, from: u8, to: u8) -> Option<u8> {
+    fn transition(&self, from: u8, to: u8) -> Option<u16> {
         let mut word = self.state.load(Ordering::Acquire);
         loop {
-            if word & STATE_MASK != from {
+            if state_of(word) != from {
                 return None;
             }
-            let next = (word & !STATE_MASK) | to;
+            let next = (word & !STATE_MASK) | u16::from(to);
             match self
                 .state
                 .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)
@@ -294,7 +369,7 @@ where
     }
 }
 
-/// One delayed or periodic task. Shared (`Arc`) by the timer wheel (or the worker's due list)
+/// One delayed or periodic task. Shared (`TimerRef`) by the timer wheel (or the worker's due list)
 /// and the task's [`ScheduledHandle`](crate::executors::ScheduledHandle): one allocation holds
 /// the closure, the state and the outcome.
 ///
@@ -455,7 +530,7 @@ impl<J: TimerJob> TimerEntry<J> {
 
     /// After the transition that made the entry final replaced `replaced`: wakes the handle's
     /// `join` and its waker if it was waiting.
-    fn wake_waiters(&self, replaced: u8) {
+    fn wake_waiters(&self, replaced: u16) {
         if replaced & WAITING == 0 {
             return;
         }
@@ -481,7 +556,7 @@ impl<J: TimerJob> TimerEntry<J> {
             word & TAKEN == 0,
             "a scheduled handle polled after it returned Ready"
         );
-        match word & STATE_MASK {
+        match state_of(word) {
             CANCELLED => Err(TaskError::Cancelled),
             DONE => {
                 // SAFETY: `DONE` was published (release) after the worker's last write of
@@ -550,6 +625,11 @@ impl<J: TimerJob> TimerEntry<J> {
 impl<J: TimerJob> Drop for TimerEntry<J> {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // Under loom, freeing the entry is an access to its cell, checked against the others
+        // (the worker's write of the outcome, say): a reference count that failed to order
+        // them before the free shows as a race.
+        #[cfg(loom)]
+        self.slot.with_mut(|_| ());
         let installed = self.waiters.load(Ordering::Acquire);
         if !installed.is_null() {
             // SAFETY: made by `Box::into_raw` in `waiters` and never freed before; the entry is
@@ -791,28 +871,24 @@ mod tests {
         std::mem::size_of::<TimerEntry<Once<F>>>()
     }
 
-    /// A one-shot entry with a small closure, with the `Arc`'s two counts, stays at or under
-    /// 120 bytes: glibc's cheapest size classes (fast bins) end there, and both allocating and
-    /// freeing an entry are on every timer's path (a 136-byte block costs about three times as
-    /// much to free as a 120-byte one). So periodic jobs carry their period and deadline
-    /// themselves, leaving one-shot entries no room for them. And the common entries keep the
-    /// sizes they have since the waiters' lock went into a box of its own (2026-12-02): 88
-    /// bytes with the counts and no capture (a 96-byte block with glibc's header), 104 with a
-    /// 24-byte capture (112). A timer's memory is much of what the schedule + cancel bench
-    /// pays (page faults of fresh memory): those 16 bytes took ours from 194 to 179 ns per
-    /// timer, 1.46x to 1.35x the lazy-cancel heap (medians of 36 rounds in 12 alternated
-    /// processes of each build, AMD EPYC host).
+    /// A one-shot entry with a small closure stays at or under 120 bytes: glibc's cheapest size
+    /// classes (fast bins) end there, and both allocating and freeing an entry are on every
+    /// timer's path (a 136-byte block costs about three times as much to free as a 120-byte
+    /// one). So periodic jobs carry their period and deadline themselves, leaving one-shot
+    /// entries no room for them. The common entries keep the sizes they have since the
+    /// reference count moved into the state word (2026-12-03, `timer_ref.rs`): 72 bytes with no
+    /// capture (an 80-byte block with glibc's header), 88 with a 24-byte capture (96). A timer's
+    /// memory is much of what the schedule + cancel bench pays (page faults of fresh memory).
     #[test]
     #[cfg(all(target_pointer_width = "64", not(miri)))]
     fn a_one_shot_entry_fits_the_allocators_fast_bins() {
-        let counts = 2 * std::mem::size_of::<usize>();
         let captured = [7u64; 3];
         let nothing = one_shot_entry_size(&|| ());
         let three_words = one_shot_entry_size(&move || {
             std::hint::black_box(captured);
         });
         eprintln!("entry: {nothing} bytes (no capture), {three_words} (24-byte capture)");
-        assert!(counts + nothing <= 88, "{nothing}");
-        assert!(counts + three_words <= 104, "{three_words}");
+        assert!(nothing <= 72, "{nothing}");
+        assert!(three_words <= 88, "{three_words}");
     }
 }

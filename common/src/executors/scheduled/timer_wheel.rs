@@ -22,8 +22,8 @@
 //! Each slot is a doubly linked list threaded through the entries' headers ([`WheelLinks`]:
 //! the key, the previous entry's header, the next entry), as tokio's timer entries are. The
 //! wheel owns one strong reference to every timer it holds, kept as the raw pointer
-//! `Arc::into_raw` gave (in the predecessor's `next`, or in the slot's head) and turned back
-//! into an `Arc` exactly once, when the timer is unlinked (`take`, `take_all`); each entry's
+//! `TimerRef::into_raw` gave (in the predecessor's `next`, or in the slot's head) and turned back
+//! into a `TimerRef` exactly once, when the timer is unlinked (`take`, `take_all`); each entry's
 //! header records its slot list (`heap_index`), so `cancel` unlinks it in O(1) with no
 //! search. So the wheel allocates nothing per timer: arming a timer allocates its entry and
 //! nothing else, and a cancel frees the entry (once its handle lets go) with nothing left
@@ -48,10 +48,10 @@ use crate::executors::scheduled::due_now_lane::{DueNowLane, LaneTimer};
 use crate::executors::scheduled::timer_entry::{
     add_saturating, EntryHeader, Timer, WheelLinks, IN_DUE_LIST, NOT_IN_HEAP,
 };
+use crate::executors::scheduled::timer_ref::TimerRef;
 use std::collections::VecDeque;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bits of tick per level.
@@ -69,9 +69,9 @@ const MAX_DEADLINE_NS: u64 = (1 << 63) - 1;
 /// otherwise free and regrow it in every burst).
 const LANE_TRIM_FLOOR: usize = 1024;
 
-/// A timer the wheel holds: the wheel's strong reference to the entry (`Arc::into_raw`).
+/// A timer the wheel holds: the wheel's reference to the entry (`TimerRef::into_raw`).
 /// The wheel's invariant: every `Linked` it stores (a slot's head, an entry's `next`) or reads
-/// out of them points to a timer still linked in it, so alive; a pointer is made an `Arc`
+/// out of them points to a timer still linked in it, so alive; a pointer is made a `TimerRef`
 /// again only by the unlink that removes it from the lists, and not used after.
 type Linked = NonNull<dyn Timer>;
 
@@ -108,8 +108,8 @@ pub struct TimerWheel {
     next_seq: u64,
 }
 
-// SAFETY: the wheel's raw pointers are strong references to entries (`Arc<dyn Timer>`, which
-// is `Send` because `Timer: Send + Sync`) and pointers into those entries' headers; the wheel
+// SAFETY: the wheel's raw pointers are references to entries (`TimerRef<dyn Timer>`, which is
+// `Send` because `Timer: Send + Sync`) and pointers into those entries' headers; the wheel
 // is used by one thread at a time (it lives under the executor's queue lock).
 #[allow(unsafe_code)]
 unsafe impl Send for TimerWheel {}
@@ -232,7 +232,7 @@ impl TimerWheel {
 
     /// Arms `entry` for `deadline`. Returns whether it became the earliest timer (the worker
     /// may then have to wake up sooner than it planned). O(1).
-    pub(crate) fn push(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
+    pub(crate) fn push(&mut self, deadline: Instant, entry: TimerRef<dyn Timer>) -> bool {
         let deadline = self.nanos(deadline);
         let before = self.next_due_nanos();
         let seq = self.next_seq;
@@ -252,7 +252,7 @@ impl TimerWheel {
     /// Arms `entry`, which was due when it was armed (its deadline is at or before the moment
     /// the caller read the clock): in the lane if that keeps its order (see `due_now_lane.rs`),
     /// else as [`push`](Self::push) does. Returns whether it became the earliest timer. O(1).
-    pub(crate) fn push_due(&mut self, deadline: Instant, entry: Arc<dyn Timer>) -> bool {
+    pub(crate) fn push_due(&mut self, deadline: Instant, entry: TimerRef<dyn Timer>) -> bool {
         let nanos = self.nanos(deadline);
         let after_lane = self.lane.last_deadline().map_or(true, |last| nanos >= last);
         let before_levels = self
@@ -282,9 +282,9 @@ impl TimerWheel {
 
     /// Files `entry` in the levels under `(deadline, seq)`: its key in its links, the wheel's
     /// reference to it in its slot list.
-    fn insert(&mut self, deadline: u64, seq: u64, entry: Arc<dyn Timer>) {
+    fn insert(&mut self, deadline: u64, seq: u64, entry: TimerRef<dyn Timer>) {
         let tick = (deadline >> TICK_SHIFT).max(self.elapsed);
-        let timer = NonNull::new(Arc::into_raw(entry).cast_mut()).expect("an `Arc` is never null");
+        let timer = entry.into_raw();
         {
             // SAFETY: the entry is now the wheel's (the reference just taken), under the
             // queue lock; no other links are in use.
@@ -302,7 +302,7 @@ impl TimerWheel {
     /// O(1) amortised: a timer is cascaded at most once per level. (The worker takes them all
     /// at once with [`take_due_into`](Self::take_due_into); the tests one at a time.)
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Arc<dyn Timer>> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<TimerRef<dyn Timer>> {
         let now_nanos = self.nanos(now);
         if let Some(timer) = self.lane.pop_due(now_nanos) {
             timer.entry.header().set_heap_index(NOT_IN_HEAP);
@@ -313,7 +313,7 @@ impl TimerWheel {
 
     /// Appends every timer due at `now` to `due`, in firing order, each marked `IN_DUE_LIST`:
     /// the lane's first (already marked: the move touches no timer), then the levels'.
-    pub(crate) fn take_due_into(&mut self, now: Instant, due: &mut VecDeque<Arc<dyn Timer>>) {
+    pub(crate) fn take_due_into(&mut self, now: Instant, due: &mut VecDeque<TimerRef<dyn Timer>>) {
         let now_nanos = self.nanos(now);
         while let Some(timer) = self.lane.pop_due(now_nanos) {
             due.push_back(timer.entry);
@@ -330,7 +330,7 @@ impl TimerWheel {
     pub(crate) fn remove_from_lane(
         &mut self,
         header: *const EntryHeader,
-    ) -> Option<Arc<dyn Timer>> {
+    ) -> Option<TimerRef<dyn Timer>> {
         let removed = self.lane.remove(header)?;
         removed.header().set_heap_index(NOT_IN_HEAP);
         self.lane.shrink_if_empty(LANE_TRIM_FLOOR);
@@ -338,7 +338,7 @@ impl TimerWheel {
     }
 
     /// `pop_due` (tests only) of the levels.
-    fn pop_levels_due(&mut self, now_nanos: u64) -> Option<Arc<dyn Timer>> {
+    fn pop_levels_due(&mut self, now_nanos: u64) -> Option<TimerRef<dyn Timer>> {
         let now_tick = now_nanos >> TICK_SHIFT;
         loop {
             let Some(expiration) = self.next_expiration().filter(|e| e.tick <= now_tick) else {
@@ -370,7 +370,7 @@ impl TimerWheel {
     /// # Panics
     ///
     /// If the entry is not in the levels (a caller bug: the `heap_index` says where it is).
-    pub(crate) fn remove(&mut self, header: &EntryHeader) -> Arc<dyn Timer> {
+    pub(crate) fn remove(&mut self, header: &EntryHeader) -> TimerRef<dyn Timer> {
         assert!(
             (header.heap_index() as usize) < LEVELS * SLOTS,
             "removing a timer that is not in the wheel's levels"
@@ -379,14 +379,14 @@ impl TimerWheel {
     }
 
     /// Removes every timer, earliest first.
-    pub(crate) fn drain_in_order(&mut self) -> Vec<Arc<dyn Timer>> {
-        let mut drained: Vec<Arc<dyn Timer>> = self
+    pub(crate) fn drain_in_order(&mut self) -> Vec<TimerRef<dyn Timer>> {
+        let mut drained: Vec<TimerRef<dyn Timer>> = self
             .lane
             .drain()
             .map(|timer| timer.entry)
             .inspect(|entry| entry.header().set_heap_index(NOT_IN_HEAP))
             .collect();
-        let mut levels: Vec<((u64, u64), Arc<dyn Timer>)> = Vec::with_capacity(self.len);
+        let mut levels: Vec<((u64, u64), TimerRef<dyn Timer>)> = Vec::with_capacity(self.len);
         self.take_all(|key, entry| levels.push((key, entry)));
         levels.sort_unstable_by_key(|(key, _)| *key);
         drained.extend(levels.into_iter().map(|(_, entry)| entry));
@@ -398,7 +398,7 @@ impl TimerWheel {
     pub(crate) fn extract(
         &mut self,
         mut take: impl FnMut(&dyn Timer) -> bool,
-    ) -> Vec<Arc<dyn Timer>> {
+    ) -> Vec<TimerRef<dyn Timer>> {
         let mut taken = Vec::new();
         self.lane.extract(&mut take, &mut taken);
         let Some(levels) = self.levels.as_deref() else {
@@ -555,13 +555,13 @@ impl TimerWheel {
 
     /// Unlinks the timer whose header is `header` and hands back the wheel's reference to it
     /// (marked `NOT_IN_HEAP`).
-    fn take(&mut self, header: NonNull<EntryHeader>) -> Arc<dyn Timer> {
+    fn take(&mut self, header: NonNull<EntryHeader>) -> TimerRef<dyn Timer> {
         let timer = self.unlink(header);
         self.len -= 1;
-        // SAFETY: `timer` is the wheel's strong reference, made by `Arc::into_raw` in
-        // `insert`; unlinked now, nothing else refers to it, so it becomes an `Arc` again once.
+        // SAFETY: `timer` is the wheel's reference, made by `TimerRef::into_raw` in `insert`;
+        // unlinked now, nothing else refers to it, so it becomes a `TimerRef` again once.
         #[allow(unsafe_code)]
-        let entry = unsafe { Arc::from_raw(timer.as_ptr().cast_const()) };
+        let entry = unsafe { TimerRef::from_raw(timer) };
         entry.header().set_heap_index(NOT_IN_HEAP);
         entry
     }
@@ -569,7 +569,7 @@ impl TimerWheel {
     /// Unlinks every timer of the levels, handing each (with its key) to `sink`; leaves the
     /// levels empty.
     #[allow(unsafe_code)]
-    fn take_all(&mut self, mut sink: impl FnMut((u64, u64), Arc<dyn Timer>)) {
+    fn take_all(&mut self, mut sink: impl FnMut((u64, u64), TimerRef<dyn Timer>)) {
         let Some(levels) = self.levels.as_deref_mut() else {
             return;
         };
@@ -585,9 +585,9 @@ impl TimerWheel {
                     links.prev = None;
                     links.key()
                 };
-                // SAFETY: the wheel's reference (`Arc::into_raw` in `insert`), now unlinked:
-                // made an `Arc` again once.
-                let entry = unsafe { Arc::from_raw(timer.as_ptr().cast_const()) };
+                // SAFETY: the wheel's reference (`TimerRef::into_raw` in `insert`), now
+                // unlinked: made a `TimerRef` again once.
+                let entry = unsafe { TimerRef::from_raw(timer) };
                 entry.header().set_heap_index(NOT_IN_HEAP);
                 sink(key, entry);
             }
@@ -698,13 +698,14 @@ mod tests {
     use super::*;
     use crate::executors::scheduled::timer_entry::{Once, Timer, TimerEntry};
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
-    fn entry() -> Arc<dyn Timer> {
-        Arc::new(TimerEntry::new(Once(|| ())))
+    fn entry() -> TimerRef<dyn Timer> {
+        TimerRef::new(TimerEntry::new(Once(|| ()))).erase()
     }
 
     /// An entry whose closure counts its drop in `drops`.
-    fn counted(drops: &Arc<AtomicUsize>) -> Arc<dyn Timer> {
+    fn counted(drops: &Arc<AtomicUsize>) -> TimerRef<dyn Timer> {
         struct Token(Arc<AtomicUsize>);
         impl Drop for Token {
             fn drop(&mut self) {
@@ -712,7 +713,7 @@ mod tests {
             }
         }
         let token = Token(Arc::clone(drops));
-        Arc::new(TimerEntry::new(Once(move || drop(token))))
+        TimerRef::new(TimerEntry::new(Once(move || drop(token)))).erase()
     }
 
     /// A deterministic pseudo-random sequence (xorshift), so failures reproduce.
@@ -753,7 +754,7 @@ mod tests {
         ];
         for (i, offset) in offsets_us.into_iter().enumerate() {
             let e = entry();
-            armed.push((offset, i, Arc::clone(&e)));
+            armed.push((offset, i, TimerRef::clone(&e)));
             wheel.push(base + Duration::from_micros(offset), e);
             wheel.assert_consistent();
         }
@@ -761,7 +762,7 @@ mod tests {
         let far = base + Duration::from_secs(7200);
         for (_, _, expected) in armed {
             let popped = wheel.pop_due(far).unwrap();
-            assert!(Arc::ptr_eq(&popped, &expected));
+            assert!(TimerRef::ptr_eq(&popped, &expected));
             assert_eq!(popped.header().heap_index(), NOT_IN_HEAP);
             wheel.assert_consistent();
         }
@@ -776,15 +777,15 @@ mod tests {
         let mut wheel = TimerWheel::new();
         let deadline = Instant::now() + Duration::from_millis(50);
         let first = entry();
-        wheel.push(deadline, Arc::clone(&first));
+        wheel.push(deadline, TimerRef::clone(&first));
         assert!(wheel
             .pop_due(deadline - Duration::from_micros(10))
             .is_none());
         let second = entry();
-        wheel.push(deadline, Arc::clone(&second));
+        wheel.push(deadline, TimerRef::clone(&second));
         wheel.assert_consistent();
-        assert!(Arc::ptr_eq(&wheel.pop_due(deadline).unwrap(), &first));
-        assert!(Arc::ptr_eq(&wheel.pop_due(deadline).unwrap(), &second));
+        assert!(TimerRef::ptr_eq(&wheel.pop_due(deadline).unwrap(), &first));
+        assert!(TimerRef::ptr_eq(&wheel.pop_due(deadline).unwrap(), &second));
     }
 
     #[test]
@@ -871,8 +872,8 @@ mod tests {
         let base = wheel.origin();
         assert!(wheel.pop_due(base + Duration::from_millis(10)).is_none());
         let late = entry();
-        wheel.push(base + Duration::from_millis(1), Arc::clone(&late));
-        assert!(Arc::ptr_eq(
+        wheel.push(base + Duration::from_millis(1), TimerRef::clone(&late));
+        assert!(TimerRef::ptr_eq(
             &wheel.pop_due(base + Duration::from_millis(10)).unwrap(),
             &late
         ));
@@ -888,7 +889,7 @@ mod tests {
         for _ in 0..total {
             let deadline = base + Duration::from_micros(xorshift(&mut rng) % 10_000_000);
             let e = entry();
-            wheel.push(deadline, Arc::clone(&e));
+            wheel.push(deadline, TimerRef::clone(&e));
             live.push((deadline, e));
         }
         // Remove half, chosen at random, through their headers' positions, while the wheel
@@ -897,12 +898,15 @@ mod tests {
             let victim = (xorshift(&mut rng) as usize) % live.len();
             let (_, e) = live.swap_remove(victim);
             let removed = wheel.remove(e.header());
-            assert!(Arc::ptr_eq(&removed, &e));
+            assert!(TimerRef::ptr_eq(&removed, &e));
             assert_eq!(removed.header().heap_index(), NOT_IN_HEAP);
             if step % 100 == 0 {
                 let now = base + Duration::from_micros(step as u64 * 5);
                 while let Some(e) = wheel.pop_due(now) {
-                    let at = live.iter().position(|(_, l)| Arc::ptr_eq(l, &e)).unwrap();
+                    let at = live
+                        .iter()
+                        .position(|(_, l)| TimerRef::ptr_eq(l, &e))
+                        .unwrap();
                     assert!(live.swap_remove(at).0 <= now);
                 }
                 wheel.assert_consistent();
@@ -914,7 +918,7 @@ mod tests {
         while let Some(e) = wheel.pop_due(base + Duration::from_secs(20)) {
             let deadline = live
                 .iter()
-                .find(|(_, l)| Arc::ptr_eq(l, &e))
+                .find(|(_, l)| TimerRef::ptr_eq(l, &e))
                 .map(|(d, _)| *d)
                 .expect("only live timers remain");
             assert!(deadline >= last);
@@ -931,7 +935,7 @@ mod tests {
     fn mixed_arms_cancels_and_pops_keep_order_and_allocate_nothing_per_timer() {
         let mut wheel = TimerWheel::new();
         let base = wheel.origin();
-        let mut live: std::collections::VecDeque<(Instant, Arc<dyn Timer>)> =
+        let mut live: std::collections::VecDeque<(Instant, TimerRef<dyn Timer>)> =
             std::collections::VecDeque::new();
         let mut rng = 0x2545_F491_4F6C_DD1Du64;
         let steps = scaled(60_000);
@@ -944,26 +948,26 @@ mod tests {
                 0..=4 if growing || xorshift(&mut rng) % 5 == 0 => {
                     let deadline = now + Duration::from_micros(xorshift(&mut rng) % 5_000_000);
                     let e = entry();
-                    wheel.push(deadline, Arc::clone(&e));
+                    wheel.push(deadline, TimerRef::clone(&e));
                     live.push_back((deadline, e));
                 }
                 // Cancel the oldest armed (timeouts cancelled in order).
                 0..=5 if !live.is_empty() => {
                     let (_, e) = live.pop_front().expect("not empty");
-                    assert!(Arc::ptr_eq(&wheel.remove(e.header()), &e));
+                    assert!(TimerRef::ptr_eq(&wheel.remove(e.header()), &e));
                 }
                 // Cancel one at random.
                 6 if !live.is_empty() => {
                     let victim = (xorshift(&mut rng) as usize) % live.len();
                     let (_, e) = live.remove(victim).expect("in range");
-                    assert!(Arc::ptr_eq(&wheel.remove(e.header()), &e));
+                    assert!(TimerRef::ptr_eq(&wheel.remove(e.header()), &e));
                 }
                 // Time passes: pop what is due, in order.
                 _ => {
                     now += Duration::from_micros(xorshift(&mut rng) % 400);
                     let mut last = base;
                     while let Some(e) = wheel.pop_due(now) {
-                        let at = live.iter().position(|(_, l)| Arc::ptr_eq(l, &e));
+                        let at = live.iter().position(|(_, l)| TimerRef::ptr_eq(l, &e));
                         let (deadline, _) = live.remove(at.expect("armed")).expect("in range");
                         assert!(deadline <= now && deadline >= last);
                         last = deadline;
@@ -995,7 +999,7 @@ mod tests {
         let drops = Arc::new(AtomicUsize::new(0));
         let e = counted(&drops);
         let far = Instant::now() + Duration::from_secs(3600);
-        wheel.push(far, Arc::clone(&e));
+        wheel.push(far, TimerRef::clone(&e));
         drop(wheel.remove(e.header()));
         assert!(wheel.is_empty());
         assert_eq!(drops.load(Ordering::SeqCst), 0, "the handle still holds it");
@@ -1012,7 +1016,7 @@ mod tests {
         let entries: Vec<_> = (0..total as u64)
             .map(|i| {
                 let e = counted(&drops);
-                wheel.push(base + Duration::from_micros(i), Arc::clone(&e));
+                wheel.push(base + Duration::from_micros(i), TimerRef::clone(&e));
                 e
             })
             .collect();
@@ -1052,11 +1056,11 @@ mod tests {
             }
         }
         let kept = counted(&drops);
-        wheel.push(base + Duration::from_secs(5), Arc::clone(&kept));
+        wheel.push(base + Duration::from_secs(5), TimerRef::clone(&kept));
         wheel.assert_consistent();
         drop(wheel);
         assert_eq!(drops.load(Ordering::SeqCst), total, "each dropped once");
-        assert_eq!(Arc::strong_count(&kept), 1, "the wheel let go of it");
+        assert_eq!(TimerRef::ref_count(&kept), 1, "the wheel let go of it");
         drop(kept);
         assert_eq!(drops.load(Ordering::SeqCst), total + 1);
     }
@@ -1092,14 +1096,14 @@ mod tests {
         let late = counted(&drops);
         let early = counted(&drops);
         let far = counted(&drops);
-        wheel.push(base + Duration::from_millis(2), Arc::clone(&late));
-        wheel.push(base + Duration::from_millis(1), Arc::clone(&early));
-        wheel.push(base + Duration::from_secs(7200), Arc::clone(&far));
+        wheel.push(base + Duration::from_millis(2), TimerRef::clone(&late));
+        wheel.push(base + Duration::from_millis(1), TimerRef::clone(&early));
+        wheel.push(base + Duration::from_secs(7200), TimerRef::clone(&far));
         let drained = wheel.drain_in_order();
         assert_eq!(drained.len(), 3);
-        assert!(Arc::ptr_eq(&drained[0], &early));
-        assert!(Arc::ptr_eq(&drained[1], &late));
-        assert!(Arc::ptr_eq(&drained[2], &far));
+        assert!(TimerRef::ptr_eq(&drained[0], &early));
+        assert!(TimerRef::ptr_eq(&drained[1], &late));
+        assert!(TimerRef::ptr_eq(&drained[2], &far));
         assert!(wheel.is_empty());
         assert!(wheel.peek_deadline().is_none());
         drop((drained, late, early, far));
@@ -1127,7 +1131,7 @@ mod tests {
     fn release_if_empty_frees_everything() {
         let mut wheel = TimerWheel::new();
         let e = entry();
-        wheel.push(Instant::now(), Arc::clone(&e));
+        wheel.push(Instant::now(), TimerRef::clone(&e));
         wheel.remove(e.header());
         assert!(wheel.levels.is_some());
         wheel.release_if_empty();
@@ -1139,7 +1143,7 @@ mod tests {
     // ---- the due-now lane ------------------------------------------------------------------
 
     /// Pops everything due by `now`, one at a time, checking the wheel after each.
-    fn pop_all(wheel: &mut TimerWheel, now: Instant) -> Vec<Arc<dyn Timer>> {
+    fn pop_all(wheel: &mut TimerWheel, now: Instant) -> Vec<TimerRef<dyn Timer>> {
         let mut popped = Vec::new();
         while let Some(entry) = wheel.pop_due(now) {
             wheel.assert_consistent();
@@ -1148,7 +1152,7 @@ mod tests {
         popped
     }
 
-    fn same(a: &Arc<dyn Timer>, b: &Arc<dyn Timer>) -> bool {
+    fn same(a: &TimerRef<dyn Timer>, b: &TimerRef<dyn Timer>) -> bool {
         std::ptr::eq(a.header(), b.header())
     }
 
@@ -1159,13 +1163,13 @@ mod tests {
         let at = |micros: u64| base + Duration::from_micros(micros);
         let later = entry();
         assert!(
-            wheel.push(at(500), Arc::clone(&later)),
+            wheel.push(at(500), TimerRef::clone(&later)),
             "the first timer is the earliest"
         );
         let lane: Vec<_> = (0..3).map(|_| entry()).collect();
         for (i, timer) in lane.iter().enumerate() {
             // Due when armed, before the levels' earliest: into the lane, in order.
-            let earliest = wheel.push_due(at(10 + i as u64), Arc::clone(timer));
+            let earliest = wheel.push_due(at(10 + i as u64), TimerRef::clone(timer));
             assert_eq!(
                 earliest,
                 i == 0,
@@ -1192,16 +1196,16 @@ mod tests {
         let base = wheel.origin();
         let at = |micros: u64| base + Duration::from_micros(micros);
         let (first, second, third) = (entry(), entry(), entry());
-        wheel.push(at(100), Arc::clone(&second));
+        wheel.push(at(100), TimerRef::clone(&second));
         // Not before the levels' earliest: the lane would fire it too early.
-        assert!(!wheel.push_due(at(150), Arc::clone(&third)));
+        assert!(!wheel.push_due(at(150), TimerRef::clone(&third)));
         assert_ne!(
             third.header().heap_index(),
             IN_DUE_LIST,
             "filed in the levels"
         );
         // Before it: the lane.
-        assert!(wheel.push_due(at(50), Arc::clone(&first)));
+        assert!(wheel.push_due(at(50), TimerRef::clone(&first)));
         assert_eq!(first.header().heap_index(), IN_DUE_LIST);
         wheel.assert_consistent();
         let popped = pop_all(&mut wheel, at(1_000));
@@ -1218,10 +1222,10 @@ mod tests {
         let base = wheel.origin();
         let at = |micros: u64| base + Duration::from_micros(micros);
         let timers: Vec<_> = (0..4).map(|_| entry()).collect();
-        wheel.push_due(at(10), Arc::clone(&timers[0]));
-        wheel.push_due(at(30), Arc::clone(&timers[2]));
+        wheel.push_due(at(10), TimerRef::clone(&timers[0]));
+        wheel.push_due(at(30), TimerRef::clone(&timers[2]));
         // Due before the lane's last: neither into the lane (out of order) nor after it.
-        assert!(!wheel.push_due(at(20), Arc::clone(&timers[1])));
+        assert!(!wheel.push_due(at(20), TimerRef::clone(&timers[1])));
         wheel.assert_consistent();
         for timer in &timers[..3] {
             assert_ne!(
@@ -1231,7 +1235,7 @@ mod tests {
             );
         }
         // An equal deadline armed later fires later, wherever it is filed.
-        wheel.push(at(30), Arc::clone(&timers[3]));
+        wheel.push(at(30), TimerRef::clone(&timers[3]));
         wheel.assert_consistent();
         let popped = pop_all(&mut wheel, at(1_000));
         assert_eq!(popped.len(), 4);
@@ -1247,7 +1251,10 @@ mod tests {
         let base = wheel.origin();
         let timers: Vec<_> = (0..3).map(|_| counted(&drops)).collect();
         for (i, timer) in timers.iter().enumerate() {
-            wheel.push_due(base + Duration::from_nanos(i as u64), Arc::clone(timer));
+            wheel.push_due(
+                base + Duration::from_nanos(i as u64),
+                TimerRef::clone(timer),
+            );
         }
         let removed = wheel
             .remove_from_lane(timers[1].header())
@@ -1279,9 +1286,9 @@ mod tests {
         let base = wheel.origin();
         let at = |micros: u64| base + Duration::from_micros(micros);
         let (lane, level, not_due) = (entry(), entry(), entry());
-        wheel.push(at(20), Arc::clone(&level));
-        wheel.push(at(5_000), Arc::clone(&not_due));
-        wheel.push_due(at(10), Arc::clone(&lane));
+        wheel.push(at(20), TimerRef::clone(&level));
+        wheel.push(at(5_000), TimerRef::clone(&not_due));
+        wheel.push_due(at(10), TimerRef::clone(&lane));
         let mut due = VecDeque::new();
         wheel.take_due_into(at(100), &mut due);
         assert_eq!(due.len(), 2);
@@ -1299,9 +1306,9 @@ mod tests {
         let base = wheel.origin();
         let at = |micros: u64| base + Duration::from_micros(micros);
         let (lane_first, lane_second, level) = (entry(), entry(), entry());
-        wheel.push(at(100), Arc::clone(&level));
-        wheel.push_due(at(1), Arc::clone(&lane_first));
-        wheel.push_due(at(2), Arc::clone(&lane_second));
+        wheel.push(at(100), TimerRef::clone(&level));
+        wheel.push_due(at(1), TimerRef::clone(&lane_first));
+        wheel.push_due(at(2), TimerRef::clone(&lane_second));
         let taken = wheel.extract(|timer| std::ptr::eq(timer.header(), lane_second.header()));
         assert_eq!(taken.len(), 1);
         assert_eq!(lane_second.header().heap_index(), NOT_IN_HEAP);

@@ -79,7 +79,7 @@ struct Model {
     /// Nanoseconds from the wheel's origin.
     now: u64,
     armed: BTreeMap<(u64, u64), u64>,
-    entries: Vec<Arc<dyn Timer>>,
+    entries: Vec<TimerRef<dyn Timer>>,
     /// Entry header address -> id.
     ids: HashMap<usize, u64>,
     /// The wheel's arming sequence, as it counts.
@@ -108,12 +108,12 @@ impl Model {
     }
 
     /// A new entry, recorded under the next id.
-    fn new_entry(&mut self) -> (u64, Arc<dyn Timer>) {
-        let entry: Arc<dyn Timer> = Arc::new(TimerEntry::new(Once(|| ())));
+    fn new_entry(&mut self) -> (u64, TimerRef<dyn Timer>) {
+        let entry: TimerRef<dyn Timer> = TimerRef::new(TimerEntry::new(Once(|| ()))).erase();
         let id = self.entries.len() as u64;
         self.ids
             .insert(std::ptr::from_ref(entry.header()) as usize, id);
-        self.entries.push(Arc::clone(&entry));
+        self.entries.push(TimerRef::clone(&entry));
         (id, entry)
     }
 
@@ -157,7 +157,7 @@ impl Model {
             .nth(pick % self.armed.len())
             .expect("in range");
         let id = self.armed.remove(&key).expect("armed");
-        let entry = Arc::clone(&self.entries[id as usize]);
+        let entry = TimerRef::clone(&self.entries[id as usize]);
         let removed = match entry.header().heap_index() {
             IN_DUE_LIST => self
                 .wheel
@@ -167,7 +167,7 @@ impl Model {
             _ => self.wheel.remove(entry.header()),
         };
         assert!(
-            Arc::ptr_eq(&removed, &entry),
+            TimerRef::ptr_eq(&removed, &entry),
             "cancel removed another timer"
         );
     }
@@ -258,7 +258,7 @@ impl Model {
         );
         for (id, entry) in self.entries.iter().enumerate() {
             assert_eq!(
-                Arc::strong_count(entry),
+                TimerRef::ref_count(entry),
                 1,
                 "the wheel still holds timer {id}"
             );

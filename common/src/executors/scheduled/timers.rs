@@ -11,6 +11,7 @@ use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
 use crate::executors::scheduled::due_stream;
 use crate::executors::scheduled::timer_entry::{Cancellation, Fired, Timer, NOT_IN_HEAP};
+use crate::executors::scheduled::timer_ref::TimerRef;
 use crate::executors::scheduled::timer_wheel::TimerWheel;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::idle_spin;
@@ -35,7 +36,7 @@ pub struct Timers {
     /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
     /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
     /// Lock order: the queue lock, then this, then an entry's own lock.
-    pub(crate) due: CachePadded<Mutex<VecDeque<std::sync::Arc<dyn Timer>>>>,
+    pub(crate) due: CachePadded<Mutex<VecDeque<TimerRef<dyn Timer>>>>,
     /// Whether the worker moved timers into `due` since it last found `due` empty: read and
     /// written by the worker only, so a batch with no timer due costs no lock of `due`.
     due_pending: AtomicBool,
@@ -60,11 +61,11 @@ pub struct Timers {
 /// leftovers of a dropped core — to finish (drop their closures) without it.
 /// Each with its won cancel, or `None` for a leftover still to cancel.
 #[derive(Default)]
-pub struct Detached(Vec<(std::sync::Arc<dyn Timer>, Option<Cancellation>)>);
+pub struct Detached(Vec<(TimerRef<dyn Timer>, Option<Cancellation>)>);
 
 impl Detached {
     /// Cancels `entries`, armed (so `SCHEDULED`), under the queue lock.
-    fn cancel_armed(entries: Vec<std::sync::Arc<dyn Timer>>) -> Self {
+    fn cancel_armed(entries: Vec<TimerRef<dyn Timer>>) -> Self {
         let cancelled = entries
             .into_iter()
             .map(|entry| {
@@ -94,7 +95,7 @@ impl Detached {
 /// Running it fires the entry (completing its handle); dropping it unrun cancels the entry, so
 /// the task's handle never waits forever. Three words: it sits inline in a task slot.
 struct Fire {
-    entry: Option<std::sync::Arc<dyn Timer>>,
+    entry: Option<TimerRef<dyn Timer>>,
     core: Arc<ScheduledCore>,
 }
 
@@ -253,7 +254,7 @@ impl Timers {
 
     /// Takes every timer out of the due list and the wheel: due ones first, then the armed
     /// ones, each earliest first.
-    fn take_all(&self, wheel: &mut TimerWheel) -> Vec<std::sync::Arc<dyn Timer>> {
+    fn take_all(&self, wheel: &mut TimerWheel) -> Vec<TimerRef<dyn Timer>> {
         let mut timers: Vec<_> = self.due.lock().drain(..).collect();
         timers.extend(wheel.drain_in_order());
         timers
