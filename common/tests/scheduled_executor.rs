@@ -822,6 +822,81 @@ fn a_million_scheduled_then_cancelled_timers_leave_nothing_behind() {
     );
 }
 
+/// Cancels racing fires on several threads, each handle dropped on the thread that scheduled
+/// it or sent to another to be dropped there: every timer ran or was cancelled, every closure
+/// was dropped exactly once, and every run's output (kept in its entry, never taken) was
+/// dropped exactly once, so every entry that ran was freed once, by whichever of its two references
+/// (the wheel's side, the handle) went last. Guards the reference count kept in the entry's
+/// state word (`timer_ref.rs`).
+#[test]
+fn cancels_racing_fires_on_many_threads_free_every_entry_exactly_once() {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = if cfg!(miri) { 30 } else { 5_000 };
+    let executor = executor("cancel-fire-race");
+    let closures = DropCounter::new();
+    let outputs = DropCounter::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let (elsewhere, to_drop) = mpsc::channel();
+    let dropper = thread::spawn(move || to_drop.into_iter().for_each(drop));
+    let start = Arc::new(Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (executor, closures, outputs) =
+                (executor.clone(), closures.clone(), outputs.clone());
+            let (ran, cancelled) = (Arc::clone(&ran), Arc::clone(&cancelled));
+            let (elsewhere, start) = (elsewhere.clone(), Arc::clone(&start));
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..PER_THREAD {
+                    let (token, output, ran) =
+                        (closures.token(), outputs.token(), Arc::clone(&ran));
+                    // 0 to 60 µs: some fire before their cancel, some are cancelled waiting.
+                    let delay = Duration::from_micros((i % 7) as u64 * 10);
+                    let handle = executor
+                        .schedule(delay, move || {
+                            let _keep = &token;
+                            ran.fetch_add(1, Ordering::SeqCst);
+                            output
+                        })
+                        .unwrap();
+                    if i % 3 != 2 && handle.cancel() {
+                        cancelled.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if i % 2 == 0 {
+                        drop(handle);
+                    } else {
+                        elsewhere.send(handle).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(elsewhere);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    dropper.join().unwrap();
+    // A graceful shutdown still runs the armed timers; then the worker holds none.
+    executor.shutdown();
+    assert!(executor.await_termination(LONG));
+    let total = THREADS * PER_THREAD;
+    let (ran, cancelled) = (ran.load(Ordering::SeqCst), cancelled.load(Ordering::SeqCst));
+    assert_eq!(ran + cancelled, total, "each timer ran or was cancelled");
+    assert!(
+        cancelled > 0 && ran > 0,
+        "both sides won some: {ran} ran, {cancelled} cancelled"
+    );
+    assert_eq!(
+        closures.drops(),
+        total,
+        "every closure dropped exactly once"
+    );
+    // An output is dropped with its closure when the timer was cancelled, with its entry when
+    // the timer ran: a leaked entry would leave one undropped, a double free drop one twice.
+    assert_eq!(outputs.drops(), total, "every entry freed exactly once");
+}
+
 // ---- panics -------------------------------------------------------------------------------
 
 #[test]
