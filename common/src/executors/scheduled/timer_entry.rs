@@ -167,11 +167,12 @@ impl EntryHeader {
     /// One more reference, made from one the caller holds (tests).
     #[cfg(test)]
     pub(super) fn add_ref(&self) {
-        let word = self.state.fetch_add(REF_ONE, Ordering::Relaxed);
+        // Checked before the add, which would carry out of the word at the limit.
         assert!(
-            word & REF_MASK != REF_MASK,
+            self.state.load(Ordering::Relaxed) & REF_MASK != REF_MASK,
             "too many references to a timer"
         );
+        self.state.fetch_add(REF_ONE, Ordering::Relaxed);
     }
 
     /// References that exist now (tests).
