@@ -44,6 +44,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
         &["--lib", "executor_soundness", "spawn", "task_cancel"],
     ),
     (
+        "common/src/executors/scheduled/core_share.rs",
+        "pulsar-common",
+        &["--lib", "scheduled_executor"],
+    ),
+    (
         "common/src/executors/scheduled/timer_entry.rs",
         "pulsar-common",
         &["--lib", "scheduled_executor"],

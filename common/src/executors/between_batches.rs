@@ -106,7 +106,7 @@ pub trait BetweenBatches: Sized + Send + Sync + 'static {
 
     /// At `shutdown`, under the queue lock: takes out what a graceful shutdown stops (periodic
     /// timers), for [`finish_cancelled`](Self::finish_cancelled).
-    fn on_shutdown(_core: &ExecutorCore<Self>, _locked: &mut Self::Locked) -> Self::Detached {
+    fn on_shutdown(_core: &Arc<ExecutorCore<Self>>, _locked: &mut Self::Locked) -> Self::Detached {
         Self::Detached::default()
     }
 

@@ -41,8 +41,19 @@ fn arm_via<J: TimerJob>(
 ) -> Option<ScheduledHandle<J::Output>> {
     let deadline = Instant::now();
     let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
-    ScheduledCore::arm(core, deadline, due_now, timer.erase()).ok()?;
-    Some(ScheduledHandle::new(entry.outcome(), Arc::clone(core)))
+    let share = ScheduledCore::arm(core, deadline, due_now, timer.erase()).ok()?;
+    Some(ScheduledHandle::new(entry.outcome(), share))
+}
+
+/// Shuts the model's core down when the model ends, as the executor's last clone does: that
+/// gives up the spare handle shares (`core_share.rs`), which otherwise keep the core alive
+/// (loom reports it as a leaked `Arc`).
+struct ShutdownAtEnd(Arc<ScheduledCore>);
+
+impl Drop for ShutdownAtEnd {
+    fn drop(&mut self) {
+        ScheduledCore::shutdown(&self.0);
+    }
 }
 
 fn counting_job(ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) -> impl FnOnce() + Send {
@@ -67,6 +78,7 @@ fn loom_cancel_racing_the_fire_of_a_due_timer_in_the_levels_is_exactly_one_of_th
 fn cancel_racing_the_fire_of_a_due_timer(due_now: bool) {
     loom::model(move || {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let handle = arm_via(&core, Once(counting_job(&ran, &dropped)), due_now).unwrap();
@@ -94,6 +106,7 @@ fn cancel_racing_the_fire_of_a_due_timer(due_now: bool) {
 fn loom_cancel_racing_a_periodic_run_never_rearms_it() {
     loom::model(|| {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let (counted, token) = (Arc::clone(&ran), Token(Arc::clone(&dropped)));
@@ -131,6 +144,7 @@ fn loom_cancel_racing_a_periodic_run_never_rearms_it() {
 fn loom_offers_racing_shutdown_now_lose_nothing_and_run_nothing_twice() {
     loom::model(|| {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         let producer = {
@@ -195,6 +209,7 @@ fn loom_offers_racing_graceful_shutdown_run_every_accepted_task() {
 fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
     loom::model(|| {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let ran = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicUsize::new(0));
         // Two immediate tasks, so the worker has a task boundary at which to take the timer.
@@ -232,6 +247,7 @@ fn loom_a_timer_taken_between_two_tasks_is_run_or_cancelled_exactly_once() {
 fn loom_join_racing_the_fire_is_woken_with_the_value() {
     loom::model(|| {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let handle = arm(&core, Once(|| 7)).unwrap();
         let worker = {
             let core = Arc::clone(&core);
@@ -261,6 +277,7 @@ fn loom_join_racing_a_cancel_of_a_timer_in_the_levels_is_woken_with_cancelled() 
 fn join_racing_a_cancel(due_now: bool) {
     loom::model(move || {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let dropped = Arc::new(AtomicUsize::new(0));
         let token = Token(Arc::clone(&dropped));
         let handle =
@@ -290,6 +307,7 @@ fn join_racing_a_cancel(due_now: bool) {
 fn loom_the_handle_dropped_racing_the_fire_frees_the_entry_once() {
     loom::model(|| {
         let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let _end = ShutdownAtEnd(Arc::clone(&core));
         let dropped = Arc::new(AtomicUsize::new(0));
         let output = Token(Arc::clone(&dropped));
         let handle = arm(&core, Once(move || output)).unwrap();
@@ -328,5 +346,34 @@ fn loom_two_first_waits_install_one_waiters_lock() {
             std::ptr::from_ref(&*guard) as usize
         };
         assert_eq!(other.join().unwrap(), mine, "one lock for both");
+    });
+}
+
+/// The handles' shares of the core (`core_share.rs`): one handle cancels and is dropped on one
+/// thread while another shuts the executor down (giving the spare shares up) and lets go of
+/// its own reference; the last handle is dropped after both. Whichever release comes last
+/// frees the core, once: loom reports a leaked or twice-dropped `Arc`, and the core's own
+/// accesses are checked against the handle's.
+#[test]
+fn loom_handles_racing_the_shutdown_free_the_core_once() {
+    loom::model(|| {
+        let core = Arc::new(ScheduledCore::new_started_for_loom(64));
+        let first = arm_via(&core, Once(|| ()), false).unwrap();
+        let second = arm_via(&core, Once(|| ()), false).unwrap();
+        let canceller = thread::spawn(move || {
+            first.cancel();
+            drop(first);
+        });
+        let stopper = thread::spawn(move || {
+            drop(ScheduledCore::shutdown_now(&core));
+            drop(core);
+        });
+        canceller.join().unwrap();
+        stopper.join().unwrap();
+        // Handed back by `shutdown_now` and dropped unrun: cancelled. Its share alone keeps
+        // the core now; its cancel still reaches it.
+        assert!(second.is_cancelled());
+        assert!(!second.cancel());
+        drop(second);
     });
 }

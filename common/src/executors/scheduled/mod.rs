@@ -22,6 +22,7 @@
 //! The design (why a wheel, what a cancel costs, the lock order, the cancel-vs-fire protocol)
 //! is described in `README.md` beside this file.
 
+mod core_share;
 mod due_now_lane;
 mod due_stream;
 

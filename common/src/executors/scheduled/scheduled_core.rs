@@ -7,6 +7,7 @@
 use crate::executors::executor_core::{QueueState, RUNNING};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::rejected::RejectReason;
+use crate::executors::scheduled::core_share::{CoreShare, HandleShares};
 use crate::executors::scheduled::timer_entry::{
     EntryHeader, Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP,
 };
@@ -19,7 +20,8 @@ use std::time::Instant;
 impl ScheduledCore {
     /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
     /// `due_now`: the deadline is the clock the caller read to make it (a zero delay), so the
-    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`).
+    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`). Returns the
+    /// share of the core for the timer's handle (`core_share.rs`).
     ///
     /// # Errors
     ///
@@ -29,8 +31,9 @@ impl ScheduledCore {
         deadline: Instant,
         due_now: bool,
         entry: TimerRef<dyn Timer>,
-    ) -> Result<(), RejectReason> {
+    ) -> Result<CoreShare, RejectReason> {
         let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(1))?;
+        let share = HandleShares::take(this, queue.run);
         let earliest = if due_now {
             queue.between.push_due(deadline, entry)
         } else {
@@ -47,7 +50,7 @@ impl ScheduledCore {
         if wake {
             this.parker.unpark();
         }
-        Ok(())
+        Ok(share)
     }
 
     // ---- cancel and re-arm ---------------------------------------------------------------

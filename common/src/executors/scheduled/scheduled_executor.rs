@@ -11,7 +11,6 @@ use crate::executors::scheduled::timer_ref::TimerRef;
 use crate::executors::scheduled::timers::{ScheduledCore, Timers};
 use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::ThreadFactory;
-use crate::sync::Arc as CoreArc;
 use std::time::{Duration, Instant};
 
 /// A single-thread executor for immediate, delayed and periodic tasks — the counterpart of
@@ -187,10 +186,7 @@ impl ScheduledExecutor {
         // Made with both references at once: the wheel's and the handle's.
         let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
         match ScheduledCore::arm(self.core(), deadline, due_now, timer.erase()) {
-            Ok(()) => Ok(ScheduledHandle::new(
-                entry.outcome(),
-                CoreArc::clone(self.core()),
-            )),
+            Ok(share) => Ok(ScheduledHandle::new(entry.outcome(), share)),
             Err(reason) => {
                 let job = entry
                     .take_job()

@@ -1,10 +1,9 @@
 //! `ScheduledHandle`: cancel, poll or join a delayed or periodic task.
 
+use crate::executors::scheduled::core_share::CoreShare;
 use crate::executors::scheduled::timer_entry::{EntryOutcome, CANCELLED, DONE};
 use crate::executors::scheduled::timer_ref::TimerRef;
-use crate::executors::scheduled::timers::ScheduledCore;
 use crate::executors::task_error::TaskError;
-use crate::sync::Arc as CoreArc;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -49,11 +48,12 @@ use std::time::{Duration, Instant};
 /// ```
 pub struct ScheduledHandle<R: 'static> {
     entry: TimerRef<dyn EntryOutcome<R>>,
-    core: CoreArc<ScheduledCore>,
+    /// Keeps the core alive for `cancel` (`core_share.rs`).
+    core: CoreShare,
 }
 
 impl<R: Send + 'static> ScheduledHandle<R> {
-    pub(crate) fn new(entry: TimerRef<dyn EntryOutcome<R>>, core: CoreArc<ScheduledCore>) -> Self {
+    pub(crate) fn new(entry: TimerRef<dyn EntryOutcome<R>>, core: CoreShare) -> Self {
         Self { entry, core }
     }
 

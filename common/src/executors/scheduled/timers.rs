@@ -9,6 +9,7 @@ use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
+use crate::executors::scheduled::core_share::HandleShares;
 use crate::executors::scheduled::due_stream;
 use crate::executors::scheduled::timer_entry::{Cancellation, Fired, Timer, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_ref::TimerRef;
@@ -55,6 +56,8 @@ pub struct Timers {
     next_due: std::sync::atomic::AtomicU64,
     /// The timer wheel's origin (`TimerWheel::origin`), to read `next_due` against the clock.
     origin: Instant,
+    /// The handles' shares of the core (`core_share.rs`).
+    pub(crate) shares: HandleShares,
 }
 
 /// Timers taken out under the queue lock — periodic timers cancelled at shutdown, or the
@@ -278,6 +281,7 @@ impl BetweenBatches for Timers {
             armed: AtomicBool::new(false),
             next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
             origin: wheel.origin(),
+            shares: HandleShares::new(),
         };
         (timers, wheel)
     }
@@ -400,7 +404,8 @@ impl BetweenBatches for Timers {
 
     /// Periodic timers stop at shutdown (Java's default): taken out of the wheel and the due
     /// list, and moved to `CANCELLED`; one-shot timers stay and still run.
-    fn on_shutdown(core: &ScheduledCore, wheel: &mut TimerWheel) -> Self::Detached {
+    fn on_shutdown(core: &Arc<ScheduledCore>, wheel: &mut TimerWheel) -> Self::Detached {
+        HandleShares::give_up_spares(core);
         let mut periodic = wheel.extract(|entry| entry.is_periodic());
         {
             let mut due = core.between.due.lock();
@@ -424,6 +429,7 @@ impl BetweenBatches for Timers {
         wheel: &mut TimerWheel,
         taken: &mut Vec<RawTask>,
     ) -> Self::Detached {
+        HandleShares::give_up_spares(core);
         let timers = core.between.take_all(wheel);
         taken.reserve_exact(timers.len());
         let mut periodic = Vec::new();
