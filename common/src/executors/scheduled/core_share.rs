@@ -22,7 +22,8 @@
 //! would make the whole timer free of them): the handle may be shared, another thread may be
 //! inside its `cancel` with the core in hand, and a recycled share could be spent or given up
 //! at shutdown while that thread still uses the core. Measured on 2 cores: the arm's
-//! `Arc::clone` was most of the two operations' cost (see the README's "Handle shares").
+//! `Arc::clone` was most of the two operations' cost (see "Measured and not kept" in
+//! the `README.md` beside this file).
 
 use crate::executors::executor_core::RUNNING;
 use crate::executors::scheduled::timers::ScheduledCore;
@@ -227,8 +228,9 @@ mod tests {
         drop(executor); // shuts it down; the worker exits with nothing armed
         worker_gone.recv().unwrap();
         assert_eq!(core.strong_count(), 1, "the handle's share keeps the core");
-        // The handle still reaches its core: a second cancel looks at the (freed-if-buggy)
-        // queue and reports that the timer is already cancelled.
+        // The handle still reaches its core (Miri reports a use after free if the share did
+        // not keep it): a second cancel looks at the queue and reports that the timer is
+        // already cancelled.
         assert!(!handle.cancel());
         assert!(handle.is_cancelled());
         drop(handle);
