@@ -350,8 +350,9 @@ fn dispatch_meta() -> BenchMeta {
              all threads but the CPU burners (a message keeps its 1-byte payload and 16-byte \
              key inline, so the feeder itself allocates nothing; what is left is the \
              executors' own). `oversubscribed`: {OVERSUBSCRIBING_BURNERS} threads burning CPU \
-             (busy loops, no yields) run beside the consumer, started before and stopped after \
-             each variant's measurement; their CPU time is left out of CPU ns/msg."
+             (busy loops, no yields), each pinned to its own core, run beside the consumer, \
+             started before and stopped after each variant's measurement, which begins after \
+             the consumer has run 1 s beside them; their CPU time is left out of CPU ns/msg."
         ),
         group_label: "subscription".into(),
         variant_label: "executors".into(),
@@ -456,6 +457,9 @@ fn dispatch_row(
     }
     let burners = oversubscribed.then(|| CpuBurners::start(OVERSUBSCRIBING_BURNERS));
     let rig = DispatchRig::start(variant, subscription_type);
+    if let Some(burners) = &burners {
+        burners.settle(|n| rig.run(n));
+    }
     let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
     group.bench_function(id, |b| {
         b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))

@@ -210,7 +210,8 @@ fn meta() -> BenchMeta {
             median of samples). `pulsar` is `pulsar_client::Consumer` (receive queue: \
             `GrowableArrayBlockingQueue`); `crossbeam` makes the same checks around a \
             crossbeam-channel unbounded queue. `+ 2 hogs`: two threads of the bench process \
-            burn CPU throughout on the 2-core machine."
+            burn CPU throughout on the 2-core machine, each pinned to its own core; the \
+            ping-pong runs 1 s beside them before it is measured."
             .into(),
         group_label: "workload".into(),
         variant_label: "receive queue".into(),
@@ -253,6 +254,7 @@ fn measure<C: ReceivePath>(
     }
     let burning = CpuBurners::start(hogs);
     let rig = PingPongRig::<C>::start();
+    burning.settle(|n| rig.run(n));
     let mut probe = Probe::new().excluding_cpu_of(burning.clocks());
     group.bench_function(id, |b| {
         b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))

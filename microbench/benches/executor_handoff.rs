@@ -99,8 +99,9 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             allocations are per batch completed, by all threads of the process but the CPU \
             burners. Bytes and allocations are net of what the harness itself allocates per \
             batch (shown separately; nothing, since its latch is made once per thread). \
-            `oversubscribed`: two threads burning CPU (busy loops, no yields) run beside the \
-            hand-off, started before and stopped after each executor's measurement, \
+            `oversubscribed`: two threads burning CPU (busy loops, no yields), each pinned to \
+            its own core, run beside the hand-off, started before and stopped after each \
+            executor's measurement, which begins after the hand-off has run 1 s beside them, \
             so the machine has more busy threads than cores; their CPU time is left out of \
             CPU us/batch (process CPU time minus the burners' thread CPU time). `sparse`: \
             K=1, S=1, the submitter sleeping 1 ms after each batch, quiet machine: the worker \
@@ -226,6 +227,9 @@ impl ExecutorVisitor for Configuration<'_, '_> {
             Load::Quiet | Load::Oversubscribed => Duration::ZERO,
         };
         let rig = HandoffRig::<E>::start_paced(s, k, pause);
+        if let Some(burners) = &burners {
+            burners.settle(|n| rig.run(n));
+        }
         let mut probe = Probe::new().excluding_cpu_of(burners.as_ref().map_or(&[], |b| b.clocks()));
         let worker_cpu = || rig.worker_cpu();
         self.group.bench_function(id, |b| {

@@ -79,7 +79,9 @@ fn meta() -> BenchMeta {
             per item, by all threads. In `ping-pong` one item is in flight between two threads \
             over two queues, and `ns/item` is one round trip (two hand-offs, each to a taker \
             blocked in `take`/`recv`). `+ 2 hogs`: two threads of the bench process burn CPU \
-            throughout on the 2-core machine (CPU figures leave their own CPU time out)."
+            throughout on the 2-core machine, each pinned to its own core, and the workload \
+            runs 1 s beside them before it is measured (CPU figures leave their own CPU time \
+            out)."
             .into(),
         group_label: "workload".into(),
         variant_label: "queue".into(),
@@ -223,6 +225,7 @@ impl QueueVisitor for Configuration<'_, '_> {
         }
         let hogs = CpuBurners::start(self.hogs);
         let rig = QueueRig::start::<Q>(self.workload);
+        hogs.settle(|n| rig.run(n));
         let mut probe = Probe::new().excluding_cpu_of(hogs.clocks());
         self.group.bench_function(id, |b| {
             b.iter_custom(|iters| probe.sample(iters, 1, None, |n| rig.run(n)))

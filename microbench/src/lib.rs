@@ -53,6 +53,7 @@
 //!
 //! - [`alloc`]: the counting global allocator and its snapshots.
 //! - [`cpu`]: process and thread CPU clocks.
+//! - [`affinity`]: the CPUs this process may use, and pinning a thread to one.
 //! - [`burners`]: CPU-burning threads for the oversubscribed variants.
 //! - [`latch`]: the countdown latch of the hand-off benchmark.
 //! - [`crew`]: persistent threads that run one sample of work on command.
@@ -68,6 +69,7 @@
 
 /// The counting global allocator (lives in `pulsar-testkit`, shared with the tests).
 pub use pulsar_testkit::alloc;
+pub mod affinity;
 pub mod burners;
 pub mod burst;
 pub mod cpu;

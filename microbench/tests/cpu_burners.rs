@@ -25,6 +25,12 @@ fn wait_for_burn(burners: &CpuBurners, from: Duration, amount: Duration) -> Dura
 #[test]
 fn burners_burn_until_stopped_and_a_probe_leaves_their_cpu_time_out() {
     let burners = CpuBurners::start(1);
+    let expected = if cfg!(target_os = "linux") && microbench::burners::pinning() {
+        1
+    } else {
+        0
+    };
+    assert_eq!(burners.pinned(), expected, "pinned only when asked for");
     let Some(start) = burners.cpu_time() else {
         return; // no thread CPU clocks on this platform
     };
