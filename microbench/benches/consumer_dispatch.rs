@@ -12,7 +12,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossbeam_utils::CachePadded;
 use microbench::alloc::CountingAllocator;
-use microbench::burners::{CpuBurners, OVERSUBSCRIBING_BURNERS};
+use microbench::burners::{self, CpuBurners, OVERSUBSCRIBING_BURNERS};
 use microbench::crew::{Crew, Job};
 use microbench::executors::{
     BoxedTask, DelayHeapExecutor, Executor, PulsarExecutor, StdMpscExecutor, Submit,
@@ -350,9 +350,10 @@ fn dispatch_meta() -> BenchMeta {
              all threads but the CPU burners (a message keeps its 1-byte payload and 16-byte \
              key inline, so the feeder itself allocates nothing; what is left is the \
              executors' own). `oversubscribed`: {OVERSUBSCRIBING_BURNERS} threads burning CPU \
-             (busy loops, no yields), each pinned to its own core, run beside the consumer, \
+             (busy loops, no yields), {}, run beside the consumer, \
              started before and stopped after each variant's measurement, which begins after \
-             the consumer has run 1 s beside them; their CPU time is left out of CPU ns/msg."
+             the consumer has run 1 s beside them; their CPU time is left out of CPU ns/msg.",
+            burners::placement()
         ),
         group_label: "subscription".into(),
         variant_label: "executors".into(),

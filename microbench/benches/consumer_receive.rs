@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use microbench::alloc::CountingAllocator;
-use microbench::burners::CpuBurners;
+use microbench::burners::{self, CpuBurners};
 use microbench::crew::{Crew, Job};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
 use microbench::settings::skipped_by_filter;
@@ -203,16 +203,18 @@ fn meta() -> BenchMeta {
     BenchMeta {
         bench: BENCH.into(),
         title: "Consumer receive path: a deliver -> receive ping-pong".into(),
-        description: "One message in flight between two threads through two consumers without \
+        description: format!(
+            "One message in flight between two threads through two consumers without \
             a listener: the origin calls `deliver` on the first and `receive` on the second, \
             the echo `receive` on the first and `deliver` on the second. `ns/round trip` is \
             wall time per round trip (two hand-offs, each to a thread blocked in `receive`; \
             median of samples). `pulsar` is `pulsar_client::Consumer` (receive queue: \
             `GrowableArrayBlockingQueue`); `crossbeam` makes the same checks around a \
             crossbeam-channel unbounded queue. `+ 2 hogs`: two threads of the bench process \
-            burn CPU throughout on the 2-core machine, each pinned to its own core; the \
-            ping-pong runs 1 s beside them before it is measured."
-            .into(),
+            burn CPU throughout on the 2-core machine, {}; the ping-pong runs 1 s beside \
+            them before it is measured.",
+            burners::placement()
+        ),
         group_label: "workload".into(),
         variant_label: "receive queue".into(),
         variants: vec![CrossbeamConsumer::NAME.into(), OurConsumer::NAME.into()],

@@ -12,7 +12,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::{AllocStats, CountingAllocator};
-use microbench::burners::{CpuBurners, OVERSUBSCRIBING_BURNERS};
+use microbench::burners::{self, CpuBurners, OVERSUBSCRIBING_BURNERS};
 use microbench::executors::{self, Executor, ExecutorVisitor, PulsarExecutor, StdMpscExecutor};
 use microbench::handoff::{self, HandoffRig};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
@@ -88,7 +88,8 @@ fn meta(latch: &AllocStats) -> BenchMeta {
     BenchMeta {
         bench: BENCH.into(),
         title: "Executor hand-off: batches of K tasks from S submitters into one worker".into(),
-        description: "A port of Pulsar's ExecutorHandoffBenchmark.submitAndComplete. Per \
+        description: format!(
+            "A port of Pulsar's ExecutorHandoffBenchmark.submitAndComplete. Per \
             batch: the submitter's countdown latch armed for K tasks, K `execute`s of one shared \
             task that counts it down (a copy of a `&'static` to the latch, as Pulsar's benchmark \
             shares one `latch::countDown` method reference; until 2026-12-01 the closure cloned \
@@ -99,16 +100,17 @@ fn meta(latch: &AllocStats) -> BenchMeta {
             allocations are per batch completed, by all threads of the process but the CPU \
             burners. Bytes and allocations are net of what the harness itself allocates per \
             batch (shown separately; nothing, since its latch is made once per thread). \
-            `oversubscribed`: two threads burning CPU (busy loops, no yields), each pinned to \
-            its own core, run beside the hand-off, started before and stopped after each \
+            `oversubscribed`: two threads burning CPU (busy loops, no yields), {}, run \
+            beside the hand-off, started before and stopped after each \
             executor's measurement, which begins after the hand-off has run 1 s beside them, \
             so the machine has more busy threads than cores; their CPU time is left out of \
             CPU us/batch (process CPU time minus the burners' thread CPU time). `sparse`: \
             K=1, S=1, the submitter sleeping 1 ms after each batch, quiet machine: the worker \
             finds its queue empty after every batch, so its CPU time per batch (`worker CPU \
             us/batch`) is what it spends waiting for work (spinning, yielding, parking, being \
-            woken) plus one task; us/batch includes the 1 ms pause."
-            .into(),
+            woken) plus one task; us/batch includes the 1 ms pause.",
+            burners::placement()
+        ),
         group_label: "configuration".into(),
         variant_label: "executor".into(),
         variants: executors::NAMES.iter().map(|s| s.to_string()).collect(),

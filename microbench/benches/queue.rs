@@ -6,7 +6,7 @@
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use microbench::alloc::CountingAllocator;
-use microbench::burners::CpuBurners;
+use microbench::burners::{self, CpuBurners};
 use microbench::crew::{Crew, Job};
 use microbench::queues::{self, CrossbeamQueue, PulsarQueue, Queue, QueueVisitor};
 use microbench::report::{self, Against, BenchMeta, FigureSpec, Row, Target};
@@ -73,16 +73,17 @@ fn meta() -> BenchMeta {
     BenchMeta {
         bench: BENCH.into(),
         title: "Queue hand-off: P producers into one consumer, and a ping-pong".into(),
-        description: "Raw throughput of the unbounded queues: P producer threads push `u64`s as \
+        description: format!(
+            "Raw throughput of the unbounded queues: P producer threads push `u64`s as \
             fast as they can, one consumer thread takes them (blocking when empty). `ns/item` is \
             wall time per item handed over (median of samples); CPU, bytes and allocations are \
             per item, by all threads. In `ping-pong` one item is in flight between two threads \
             over two queues, and `ns/item` is one round trip (two hand-offs, each to a taker \
             blocked in `take`/`recv`). `+ 2 hogs`: two threads of the bench process burn CPU \
-            throughout on the 2-core machine, each pinned to its own core, and the workload \
-            runs 1 s beside them before it is measured (CPU figures leave their own CPU time \
-            out)."
-            .into(),
+            throughout on the 2-core machine, {}, and the workload runs 1 s beside them \
+            before it is measured (CPU figures leave their own CPU time out).",
+            burners::placement()
+        ),
         group_label: "workload".into(),
         variant_label: "queue".into(),
         variants: queues::NAMES.iter().map(|s| s.to_string()).collect(),

@@ -79,6 +79,16 @@ pub struct CpuBurners {
 /// Environment variable: `pinned` pins each burner to a CPU of its own.
 pub const BURNERS_ENV: &str = "MICROBENCH_BURNERS";
 
+/// Where the burners of this run are, for a bench's description: "placed by the kernel", or
+/// "each pinned to its own core" when [`BURNERS_ENV`] asks for it.
+pub fn placement() -> &'static str {
+    if pinning() {
+        "each pinned to its own core"
+    } else {
+        "placed by the kernel"
+    }
+}
+
 /// Whether burners pin themselves ([`BURNERS_ENV`] is `pinned`).
 pub fn pinning() -> bool {
     std::env::var(BURNERS_ENV).is_ok_and(|value| value == "pinned")
