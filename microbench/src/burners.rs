@@ -24,11 +24,12 @@
 //! # Why a workload settles before it is measured
 //!
 //! Beside the burners, freshly started threads run slowly for a while: the same probe, with
-//! the hand-off at K=256 S=1 timed in 50-batch chunks from the rig's start, saw the first
-//! chunks at 0.4-2.7 ms per batch (unpinned burners) or 1.7-3.9 ms (pinned: about one 4 ms
-//! scheduler tick per hand-off), and most later ones at 10-13 us (ours) or 18-24 us
-//! (crossbeam), for every executor, and with pinned burners whether they had just started or
-//! had run for seconds; the slow start lasted up to about 0.8 s. Criterion's warm-up (0.1 s
+//! the hand-off at K=256 S=1 timed in 50-batch chunks from the rig's start, for ours and
+//! crossbeam (the two executors it ran), saw the first chunks of most rounds at 0.4-2.7 ms
+//! per batch with the burners unpinned and 1.7-3.9 ms pinned (about one 4 ms scheduler tick
+//! per hand-off), and most later ones at 10-13 us (ours) or 18-24 us (crossbeam); with pinned
+//! burners, whether they had just started or had run for seconds. The slow start lasted up to
+//! about 0.8 s. Criterion's warm-up (0.1 s
 //! in the quick profile) is shorter, so a round's median could be that start-up instead of
 //! the steady state. Each oversubscribed variant therefore runs its workload for [`SETTLE`]
 //! first ([`CpuBurners::settle`]).
