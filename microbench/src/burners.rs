@@ -29,10 +29,9 @@
 //! per batch with the burners unpinned and 1.7-3.9 ms pinned (about one 4 ms scheduler tick
 //! per hand-off), and most later ones at 10-13 us (ours) or 18-24 us (crossbeam); with pinned
 //! burners, whether they had just started or had run for seconds. The slow start lasted up to
-//! about 0.8 s. Criterion's warm-up (0.1 s
-//! in the quick profile) is shorter, so a round's median could be that start-up instead of
-//! the steady state. Each oversubscribed variant therefore runs its workload for [`SETTLE`]
-//! first ([`CpuBurners::settle`]).
+//! about 0.8 s. Criterion's warm-up (0.1 s in the quick profile) is shorter, so a round's
+//! median could be that start-up instead of the steady state. Each oversubscribed variant
+//! therefore runs its workload for [`SETTLE`] first ([`CpuBurners::settle`]).
 
 use crate::affinity;
 use crate::cpu::ThreadCpuClock;
