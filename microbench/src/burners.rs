@@ -19,7 +19,10 @@
 //! 1 and 2 of 9): the two that spin and yield before they park. std_mpsc, flume and
 //! threadpool stayed at 25-740 us per batch in every round. Unpinned, in 8 or 9 rounds each,
 //! such a round came once for ours at K=256 S=2 and once at S=8, and once for crossbeam at
-//! K=16 S=8. Not understood yet; the option is there to reproduce it.
+//! K=16 S=8. A `perf sched` trace of one of ours (K=256 S=8, pinned) showed the worker on a
+//! core with a burner, getting 8.8 ms of 400: each of its turns ended after 30-150 us with a
+//! `sched_yield` of the cold worker (`pulsar_common`'s `idle_spin.rs`), and the burner then
+//! ran a whole ~4 ms slice. The option is there to reproduce it.
 //!
 //! # Why a workload settles before it is measured
 //!
