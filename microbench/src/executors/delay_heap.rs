@@ -104,7 +104,7 @@ impl DelayHeap {
     }
 }
 
-/// A started [`DelayHeap`] executor.
+/// A started `DelayHeap` executor.
 pub struct DelayHeapExecutor {
     shared: Arc<DelayHeap>,
     worker: JoinHandle<()>,
