@@ -1,6 +1,6 @@
-//! Which CPUs this process may run on, and pinning the calling thread to one of them: the
-//! CPU burners pin themselves one per core so that every core is oversubscribed alike (see
-//! [`crate::burners`]).
+//! Which CPUs this process may run on, and pinning the calling thread to one of them: with
+//! `MICROBENCH_BURNERS=pinned` the CPU burners pin themselves one per core, so that every
+//! core is busy all the time (see [`crate::burners`]).
 //!
 //! Linux only (`sched_getaffinity` / `sched_setaffinity`); elsewhere nothing is pinned.
 
