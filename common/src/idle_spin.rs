@@ -123,6 +123,38 @@
 //! (hand-off, queue, consumer) stayed within their round-to-round spread in 12 alternated
 //! processes of each build, as they did for the back-off.
 //!
+//! **Yields beside a CPU hog (2026-12-03): diagnosed, not fixed.** A yield wins when the
+//! thread queued on the yielder's core is the one it waits for, and loses heavily when it is a
+//! CPU hog. On the AMD EPYC host (Linux 6.18) a throwaway C probe pinned a thread that works
+//! 50 us between yields to one core with a CPU-burning thread: the worker got 3.7% of the core
+//! with one yield per round and 0.7% with seven, against 50.0% without yields (37.6% / 28.2%
+//! with a 1 us `nanosleep` in place of each yield). The yield hands the hog a whole slice and
+//! the yielder's claim on the core goes with it (EEVDF moves the yielder's deadline a slice
+//! ahead). That is the hand-off bench's "tick rounds" (every batch waits about one 4 ms tick),
+//! common with one burner pinned to each core (`MICROBENCH_BURNERS=pinned`) and seen now and
+//! then as the kernel places them. Three ways out were measured on the oversubscribed hand-off
+//! rows, 2 alternated processes x 3 rounds of each build, ours ÷ the fastest peer (medians),
+//! base -> variant; none was kept, since each cured the pinned case at the cost of the default
+//! one, where a yield mostly meets the producer:
+//!
+//! - No yields at all (here and in the park lock). Pinned: K=256 S=8 5.66x -> 0.82x, S=2 0.98x
+//!   -> 0.59x, K=16 S=2 1.51x -> 0.24x. Unpinned: K=256 S=1 0.54x -> 1.50x, S=2 0.54x ->
+//!   2.99x, S=8 0.49x -> 1.09x, K=16 S=2 1.08x -> 1.82x. Dropping only this file's yields
+//!   left pinned K=256 S=8 at 3.69x: the park lock's lone-waiter yields meet the hogs too. A
+//!   100 us scheduler slice for the worker (`sched_setattr`, so that its wake-up preempts the
+//!   hog) on top of no yields was no better than without it.
+//! - A per-thread gate that refuses yields for 250 ms after one took 1 ms or more (a hog's
+//!   slice; a hand-off to a producer takes microseconds), on every yield. Pinned: K=256 S=8
+//!   8.62x -> 0.50x, but K=256 S=1 0.71x -> 2.04x. Unpinned: K=256 S=1 0.58x -> 1.66x, S=2
+//!   0.53x -> 1.60x, S=8 0.50x -> 1.27x: slow yields come there too (several submitters on the
+//!   worker's core, a burner passing through), and the gate then parks waits that the yields
+//!   would have bridged.
+//! - The same gate on the park lock's yields only. Pinned: K=256 S=8 7.99x -> 0.70x, S=2 7.52x
+//!   -> 1.60x, S=1 0.66x -> 1.97x. Unpinned: K=256 S=1 0.58x -> 6.45x, S=2 0.53x -> 2.31x.
+//!
+//! What a fix needs is to know, before yielding, whether the thread it waits for is queued on
+//! its core (a producer could publish the CPU it last ran on), not a yield's length.
+//!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
 //!

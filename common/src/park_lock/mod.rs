@@ -27,6 +27,15 @@
 //!   S=2 0.51x (9 of 10), S=1 0.57x (10 of 10); K=16 S=1/2/8 1.11x / 2.11x / 2.02x against
 //!   parking_lot's 0.95x / 2.79x / 2.05x. The K=16 rows stay a scheduling lottery on 2 vCPUs.
 //!
+//! Those burners ran where the kernel put them, mostly both on one core. With one pinned to
+//! each core, a lone waiter's yield meets a CPU hog, and on Linux 6.18 that costs the waiter a
+//! whole time slice and its claim on the core (2026-12-03; the measurements, and the gates on
+//! the yields that were tried and not kept, are in `idle_spin.rs`, "Yields beside a CPU
+//! hog"): pinned, K=256 S=8 ran 2.6-3.7 ms per batch against the fastest peer's 0.34-0.44 ms
+//! (medians of 6 rounds). A gate that refused this lock's yields for 250 ms after one took 1
+//! ms or more cured that (pinned K=256 S=8 7.99x -> 0.70x the fastest peer) but cost the
+//! default placement K=256 S=1 0.58x -> 6.45x; the lone waiter's yields stay.
+//!
 //! # The protocol
 //!
 //! The mutex's state is one byte: `UNLOCKED`, `LOCKED`, or `CONTENDED` (locked, and some
