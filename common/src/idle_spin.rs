@@ -132,7 +132,7 @@
 //! the yielder's claim on the core goes with it (EEVDF moves the yielder's deadline a slice
 //! ahead). That is the hand-off bench's "tick rounds" (every batch waits about one 4 ms tick),
 //! common with one burner pinned to each core (`MICROBENCH_BURNERS=pinned`) and seen now and
-//! then as the kernel places them. Three ways out were measured on the oversubscribed hand-off
+//! then as the kernel places them. Four ways out were measured on the oversubscribed hand-off
 //! rows, 2 alternated processes x 3 rounds of each build, ours ÷ the fastest peer (medians),
 //! base -> variant; none was kept, since each cured the pinned case at the cost of the default
 //! one, where a yield mostly meets the producer:
@@ -152,8 +152,18 @@
 //! - The same gate on the park lock's yields only. Pinned: K=256 S=8 7.99x -> 0.70x, S=2 7.52x
 //!   -> 1.60x, S=1 0.66x -> 1.97x. Unpinned: K=256 S=1 0.58x -> 6.45x, S=2 0.53x -> 2.31x.
 //!
-//! What a fix needs is to know, before yielding, whether the thread it waits for is queued on
-//! its core (a producer could publish the CPU it last ran on), not a yield's length.
+//! - Yielding only when the thread waited for last ran on the waiter's CPU: producers stored
+//!   their CPU (`sched_getcpu`) when they took the queue lock, each park lock its holder's, and
+//!   the cold worker and the lone lock waiter yielded only when it matched their own. Worse in
+//!   both placements. Pinned: K=256 S=1 0.77x -> 2.88x, S=2 0.47x -> 2.00x (S=8 0.92x ->
+//!   0.96x). Unpinned: K=256 S=1 0.61x -> 2.50x, S=2 0.61x -> 4.43x, K=16 S=1 1.44x -> 6.27x.
+//!
+//! The last result says the yields do not win by handing the core to a producer on it: they
+//! win when the producer runs on the other core, as a slow spin that keeps the waiter
+//! runnable (a yield that finds its core otherwise idle returns in ~0.4 us), sparing the
+//! producer a wake-up call and the waiter a wake-up that waits for a core. What might keep
+//! that and lose the hog's slice is a longer cold spin in place of the yields, bounded as the
+//! yields are; not measured yet.
 //!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.

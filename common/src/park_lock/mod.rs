@@ -34,7 +34,8 @@
 //! hog"): pinned, K=256 S=8 ran 2.6-3.7 ms per batch against the fastest peer's 0.34-0.44 ms
 //! (medians of 6 rounds). A gate that refused this lock's yields for 250 ms after one took 1
 //! ms or more cured that (pinned K=256 S=8 7.99x -> 0.70x the fastest peer) but cost the
-//! default placement K=256 S=1 0.58x -> 6.45x; the lone waiter's yields stay.
+//! default placement K=256 S=1 0.58x -> 6.45x, and yielding only when the holder last took
+//! the lock on the waiter's CPU was worse in both placements; the lone waiter's yields stay.
 //!
 //! # The protocol
 //!
