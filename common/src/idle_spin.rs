@@ -140,9 +140,11 @@
 //! - No yields at all (here and in the park lock). Pinned: K=256 S=8 5.66x -> 0.82x, S=2 0.98x
 //!   -> 0.59x, K=16 S=2 1.51x -> 0.24x. Unpinned: K=256 S=1 0.54x -> 1.50x, S=2 0.54x ->
 //!   2.99x, S=8 0.49x -> 1.09x, K=16 S=2 1.08x -> 1.82x. Dropping only this file's yields
-//!   left pinned K=256 S=8 at 3.69x: the park lock's lone-waiter yields meet the hogs too. A
-//!   100 us scheduler slice for the worker (`sched_setattr`, so that its wake-up preempts the
-//!   hog) on top of no yields was no better than without it.
+//!   (with the worker's slice below) left pinned K=256 S=8 at 3.69x: the park lock's
+//!   lone-waiter yields meet the hogs too. A 100 us scheduler slice for the worker
+//!   (`sched_setattr`, so that its wake-up preempts the hog) on top of no yields gave no clear
+//!   gain over no yields alone (pinned K=256 S=8 0.55x against 0.82x, S=2 1.03x against
+//!   0.59x).
 //! - A per-thread gate that refuses yields for 250 ms after one took 1 ms or more (a hog's
 //!   slice; a hand-off to a producer takes microseconds), on every yield. Pinned: K=256 S=8
 //!   8.62x -> 0.50x, but K=256 S=1 0.71x -> 2.04x. Unpinned: K=256 S=1 0.58x -> 1.66x, S=2

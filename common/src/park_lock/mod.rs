@@ -27,7 +27,7 @@
 //!   S=2 0.51x (9 of 10), S=1 0.57x (10 of 10); K=16 S=1/2/8 1.11x / 2.11x / 2.02x against
 //!   parking_lot's 0.95x / 2.79x / 2.05x. The K=16 rows stay a scheduling lottery on 2 vCPUs.
 //!
-//! Those burners ran where the kernel put them, mostly both on one core. With one pinned to
+//! Those burners ran where the kernel put them, at times both on one core. With one pinned to
 //! each core, a lone waiter's yield meets a CPU hog, and on Linux 6.18 that costs the waiter a
 //! whole time slice and its claim on the core (2026-12-03; the measurements, and the gates on
 //! the yields that were tried and not kept, are in `idle_spin.rs`, "Yields beside a CPU
