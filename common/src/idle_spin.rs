@@ -163,9 +163,13 @@
 //! The last result says the yields do not win by handing the core to a producer on it: they
 //! win when the producer runs on the other core, as a slow spin that keeps the waiter
 //! runnable (a yield that finds its core otherwise idle returns in ~0.4 us), sparing the
-//! producer a wake-up call and the waiter a wake-up that waits for a core. What might keep
-//! that and lose the hog's slice is a longer cold spin in place of the yields, bounded as the
-//! yields are; not measured yet.
+//! producer a wake-up call and the waiter a wake-up that waits for a core. A first look at a
+//! bounded spin in their place (the cold worker's 7 yields -> a 4 us spin, each of the park
+//! lock's -> 0.5 us; 1 process x 3 rounds of each build) lost the tick rounds too (pinned,
+//! worst round 315 us per batch against 3,973) and cost the same rows: pinned K=256 S=1 0.56x
+//! -> 1.94x, unpinned K=256 S=2 0.53x -> 1.22x, S=8 0.40x -> 0.96x. What the yields buy there
+//! is not understood yet; a `perf sched` trace of the unpinned K=256 rows with and without
+//! them is the next step.
 //!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
