@@ -126,16 +126,15 @@
 //! **Yields beside a CPU hog (2026-12-03): diagnosed, not fixed.** A yield wins when the
 //! thread queued on the yielder's core is the one it waits for, and loses heavily when it is a
 //! CPU hog. On the AMD EPYC host (Linux 6.18) a throwaway C probe pinned a thread that works
-//! 50 us between yields to one core with a CPU-burning thread: the worker got 3.7% of the core
+//! 50 us between yields to one core with a CPU-burning thread: that thread got 3.7% of the core
 //! with one yield per round and 0.7% with seven, against 50.0% without yields (37.6% / 28.2%
 //! with a 1 us `nanosleep` in place of each yield). The yield hands the hog a whole slice and
-//! the yielder's claim on the core goes with it (EEVDF moves the yielder's deadline a slice
-//! ahead). That is the hand-off bench's "tick rounds" (every batch waits about one 4 ms tick),
-//! common with one burner pinned to each core (`MICROBENCH_BURNERS=pinned`) and seen now and
+//! the yielder's claim on the core goes with it (presumably because EEVDF moves a yielder's
+//! deadline a slice ahead; not checked in the kernel source). That is the hand-off bench's
+//! "tick rounds" (every batch waits about one 4 ms tick), common with one burner pinned to each core (`MICROBENCH_BURNERS=pinned`) and seen now and
 //! then as the kernel places them. Four ways out were measured on the oversubscribed hand-off
 //! rows, 2 alternated processes x 3 rounds of each build, ours ÷ the fastest peer (medians),
-//! base -> variant; none was kept, since each cured the pinned case at the cost of the default
-//! one, where a yield mostly meets the producer:
+//! base -> variant; none was kept: each that cured the pinned case cost the default one:
 //!
 //! - No yields at all (here and in the park lock). Pinned: K=256 S=8 5.66x -> 0.82x, S=2 0.98x
 //!   -> 0.59x, K=16 S=2 1.51x -> 0.24x. Unpinned: K=256 S=1 0.54x -> 1.50x, S=2 0.54x ->
@@ -148,21 +147,20 @@
 //! - A per-thread gate that refuses yields for 250 ms after one took 1 ms or more (a hog's
 //!   slice; a hand-off to a producer takes microseconds), on every yield. Pinned: K=256 S=8
 //!   8.62x -> 0.50x, but K=256 S=1 0.71x -> 2.04x. Unpinned: K=256 S=1 0.58x -> 1.66x, S=2
-//!   0.53x -> 1.60x, S=8 0.50x -> 1.27x: slow yields come there too (several submitters on the
-//!   worker's core, a burner passing through), and the gate then parks waits that the yields
-//!   would have bridged.
+//!   0.53x -> 1.60x, S=8 0.50x -> 1.27x: slow yields come there too (presumably several
+//!   submitters on the worker's core, or a burner passing through; not traced), and the gate
+//!   then parks waits that the yields would have bridged.
 //! - The same gate on the park lock's yields only. Pinned: K=256 S=8 7.99x -> 0.70x, S=2 7.52x
 //!   -> 1.60x, S=1 0.66x -> 1.97x. Unpinned: K=256 S=1 0.58x -> 6.45x, S=2 0.53x -> 2.31x.
-//!
 //! - Yielding only when the thread waited for last ran on the waiter's CPU: producers stored
 //!   their CPU (`sched_getcpu`) when they took the queue lock, each park lock its holder's, and
 //!   the cold worker and the lone lock waiter yielded only when it matched their own. Worse in
 //!   both placements. Pinned: K=256 S=1 0.77x -> 2.88x, S=2 0.47x -> 2.00x (S=8 0.92x ->
 //!   0.96x). Unpinned: K=256 S=1 0.61x -> 2.50x, S=2 0.61x -> 4.43x, K=16 S=1 1.44x -> 6.27x.
 //!
-//! The last result says the yields do not win by handing the core to a producer on it: they
-//! win when the producer runs on the other core, as a slow spin that keeps the waiter
-//! runnable (a yield that finds its core otherwise idle returns in ~0.4 us), sparing the
+//! The last result suggests (not traced) that the yields win not by handing the core to a
+//! producer on it but while the producer runs on the other core, as a slow spin that keeps
+//! the waiter runnable (a yield that finds its core otherwise idle returns in ~0.4 us), sparing the
 //! producer a wake-up call and the waiter a wake-up that waits for a core. A first look at a
 //! bounded spin in their place (the cold worker's 7 yields -> a 4 us spin, each of the park
 //! lock's -> 0.5 us; 1 process x 3 rounds of each build) lost the tick rounds too (pinned,
