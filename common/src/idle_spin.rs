@@ -132,8 +132,9 @@
 //! the yielder's claim on the core goes with it (presumably because EEVDF moves a yielder's
 //! deadline a slice ahead; not checked in the kernel source). That is the hand-off bench's
 //! "tick rounds" (every batch waits about one 4 ms tick), common with one burner pinned to
-//! each core (`MICROBENCH_BURNERS=pinned`) and seen now and then as the kernel places them. Four ways out were measured on the oversubscribed hand-off
-//! rows, 2 alternated processes x 3 rounds of each build, ours ÷ the fastest peer (medians),
+//! each core (`MICROBENCH_BURNERS=pinned`) and seen now and then as the kernel places them.
+//! Four ways out were measured on the oversubscribed hand-off rows, 2 alternated processes x
+//! 3 rounds of each build, ours ÷ the fastest peer (medians),
 //! base -> variant; none was kept: each that cured the pinned case cost the default one:
 //!
 //! - No yields at all (here and in the park lock). Pinned: K=256 S=8 5.66x -> 0.82x, S=2 0.98x
