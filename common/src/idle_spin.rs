@@ -170,6 +170,29 @@
 //! is not understood yet; a `perf sched` trace of the unpinned K=256 rows with and without
 //! them is the next step.
 //!
+//! **A 1 us sleep in place of each yield (2026-12-06, Intel Xeon host, 2 vCPUs): measured and
+//! not kept.** The C probe above suggested it: a sleeper keeps its claim on the core where a
+//! yielder gives it to the hog. Every yield here and in the park lock became a `nanosleep` of
+//! 1 us, with the thread's timer slack set to 1 ns (`PR_SET_TIMERSLACK`) so that the kernel
+//! did not round the sleep up to its default 50 us. On the oversubscribed hand-off rows, 2
+//! alternated processes x 3 rounds of each build, ours ÷ the fastest peer (medians of the 6
+//! per-round ratios), yields -> sleeps:
+//!
+//! - Default placement: K=16 S=1 0.74x -> 13.29x, S=2 0.80x -> 5.51x, S=8 0.82x -> 2.75x;
+//!   K=256 S=1 0.46x -> 6.54x, S=2 0.47x -> 2.18x, S=8 0.43x -> 1.02x. The worker's CPU per
+//!   batch went up with the time (K=256 S=1 8.2 -> 61.4 us): each sleep costs a system call,
+//!   a timer and two context switches where a yield that finds its core free returns in
+//!   about 0.4 us.
+//! - Burners pinned: the tick rounds were gone. The worst round of ours went from 3,993 to 94
+//!   us per batch at K=256 S=1, from 3,994 to 87 at S=2, and from 3,549 to 140 at S=8. The
+//!   medians still lost except at K=256 S=8: K=16 S=1 1.22x -> 6.70x, K=256 S=1 0.86x ->
+//!   2.14x, S=2 0.23x -> 1.19x, S=8 0.44x -> 0.39x.
+//!
+//! So the sleep removes the stalls and makes every other round slower. A sleep used only
+//! where a yield has just lost a slice (the gate above, with sleeps where it parked) is the
+//! variant left untried. On this host the default placement meets every oversubscribed target
+//! with the yields (K=16 S=8, the widest, ranged 0.20x-13.26x).
+//!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
 //!
