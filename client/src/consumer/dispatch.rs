@@ -9,13 +9,15 @@
 //!    feeder only reads the flag's line instead of taking it exclusively per message.
 //! 2. The trigger job (`route_incoming`) first swaps `trigger_pending` back to `false`, then,
 //!    holding the routing lock, moves messages in batches of up to [`ROUTE_BATCH`] from the
-//!    receive queue to the lanes: each lane's share of a batch is appended under one lock of
-//!    the lane, then one listener job per message goes to the lane's executor, the whole share
-//!    in one [`execute_jobs`](crate::ConsumerExecutor::execute_jobs) call (one lock of our
-//!    executor's queue per share), the jobs counted in the lane with one atomic add (`ticket.rs`:
-//!    listener jobs hold no reference count of their own). It checks
-//!    `closed` between batches, and after [`MAX_PER_PASS`] messages it re-triggers instead of
-//!    going on, so one busy consumer cannot monopolise a shared internal executor.
+//!    receive queue to the lanes (a batch of fewer than `SMALL_BATCH` messages waits for one
+//!    yield of the core and is topped up first: `batch_top_up.rs`): each lane's share of a
+//!    batch is appended under one lock of the lane, then one listener job per message goes to
+//!    the lane's executor, the whole share in one
+//!    [`execute_jobs`](crate::ConsumerExecutor::execute_jobs) call (one lock of our executor's
+//!    queue per share), the jobs counted in the lane with one atomic add (`ticket.rs`:
+//!    listener jobs hold no reference count of their own). It checks `closed` between
+//!    batches, and after [`MAX_PER_PASS`] messages it re-triggers instead of going on, so one
+//!    busy consumer cannot monopolise a shared internal executor.
 //! 3. A listener job (`deliver_one_to_listener`) takes one message from its lane — jobs and
 //!    lane entries are one-to-one and both FIFO, so the lane's order is kept — and calls the
 //!    listener outside every lock, catching a panic.
@@ -42,6 +44,8 @@
 //! lanes and the receive queue: each message is either taken by a listener job (handed to the
 //! listener) or by `close` (returned) — both take it out of a queue under its lock.
 
+use crate::consumer::batch_top_up::BatchTopUp;
+use crate::consumer::sync::{now, offer_core};
 use crate::consumer::{Consumer, ConsumerJob, ConsumerShared, Message};
 use crate::executor_index::KeyIndexer;
 use pulsar_common::executors::panic_message;
@@ -66,6 +70,8 @@ pub(crate) struct RoutingState {
     /// The listener jobs of one lane's share of a batch, made in one burst before any is
     /// queued (see `hand_to_lane`); empty between hand-offs.
     jobs: Vec<ConsumerJob>,
+    /// Whether a small batch waits for one yield and is topped up (`batch_top_up.rs`).
+    top_up: BatchTopUp,
 }
 
 impl RoutingState {
@@ -79,6 +85,7 @@ impl RoutingState {
             },
             lane_of_key: KeyIndexer::new(lanes.max(1)),
             jobs: Vec::new(),
+            top_up: BatchTopUp::new(),
         }
     }
 
@@ -117,6 +124,7 @@ impl ConsumerShared {
             by_lane,
             lane_of_key,
             jobs,
+            top_up,
         } = &mut *routing;
         loop {
             if self.closed.load(Ordering::Acquire) {
@@ -129,9 +137,13 @@ impl ConsumerShared {
                 }
                 return;
             }
-            if self.incoming.drain_to(batch, ROUTE_BATCH) == 0 {
+            let drained = self.incoming.drain_to(batch, ROUTE_BATCH);
+            if drained == 0 {
                 return;
             }
+            top_up.top_up_small_batch(drained, now, offer_core, || {
+                self.incoming.drain_to(batch, ROUTE_BATCH - drained);
+            });
             moved += batch.len();
             if by_lane.is_empty() {
                 self.hand_to_lane(consumer, 0, batch, jobs);

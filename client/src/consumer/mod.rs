@@ -2,7 +2,8 @@
 //! listener dispatch, independent of any transport.
 //!
 //! - [`Consumer`] (`consumer.rs`): the handle; `deliver` is the call a connection makes.
-//! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes.
+//! - `dispatch.rs`: the listener trigger on the internal executor, routing to the lanes;
+//!   `batch_top_up.rs`: when a routing pass yields its core to let a small batch grow.
 //! - `lane.rs`: the messages waiting for one listener executor.
 //! - [`ConsumerExecutor`] / [`ConsumerExecutors`] (`executors.rs`): where a consumer hands its
 //!   work; [`ConsumerJob`] (`job.rs`): the work. A job keeps its consumer alive with a
@@ -12,6 +13,7 @@
 //! - [`Message`] (`message.rs`, with short payloads and keys stored inline by
 //!   `inline_bytes.rs`) and [`MessageListener`] (`listener.rs`).
 
+mod batch_top_up;
 #[allow(clippy::module_inception)]
 mod consumer;
 mod dispatch;

@@ -44,3 +44,28 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// Offers the core to another runnable thread (a routing pass with a small batch does, see
+/// `batch_top_up.rs`); nothing in loom's models, which choose the schedules themselves.
+#[cfg(not(loom))]
+pub(crate) fn offer_core() {
+    std::thread::yield_now();
+}
+
+/// Offers the core to another runnable thread; nothing in loom's models.
+#[cfg(loom)]
+pub(crate) fn offer_core() {}
+
+/// The clock of the routing pass's yield rule (`batch_top_up.rs`).
+#[cfg(not(loom))]
+pub(crate) fn now() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// The clock of the routing pass's yield rule, frozen in loom's models so that every schedule
+/// takes the same branches.
+#[cfg(loom)]
+pub(crate) fn now() -> std::time::Instant {
+    static FROZEN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *FROZEN.get_or_init(std::time::Instant::now)
+}
