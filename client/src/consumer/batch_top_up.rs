@@ -35,13 +35,23 @@
 //! [`SLOW_YIELD`] or more turns the yields off for [`OFF_AFTER_SLOW_YIELD`]; the router then
 //! hands on what it drains, as it did before.
 //!
-//! Measured (same host and bench, 2 alternated processes x 3 rounds of each build, medians of
-//! the per-round ratios; a throwaway build with the yield and no slow-yield rule): Shared, 1
-//! listener thread: ours ÷ std_mpsc 1.17x -> 0.65x, ÷ the delay heap 0.36x -> 0.24x, CPU per
-//! message 232 -> 143 ns; Key_Shared (2 listener threads) 0.29x -> 0.28x; the oversubscribed
-//! rows within their wide spread (Shared 0.88x -> 0.75x, Key_Shared 2.17x -> 1.97x). A
-//! threshold of 128 messages instead of 32 did worse (Shared 0.73x, oversubscribed Shared
-//! 1.78x). The landed code's figures are in the README's results.
+//! Measured on the same host and bench, alternated processes of each build, medians of the
+//! per-round ratios (ours ÷ std_mpsc, ours ÷ the delay heap):
+//!
+//! - First look (2 processes x 3 rounds; a throwaway build with the yield for every drain
+//!   under 32 and no other rule): Shared 1.17x -> 0.65x and 0.36x -> 0.24x, CPU per message
+//!   232 -> 143 ns; Key_Shared 0.29x -> 0.28x; the oversubscribed rows within their wide
+//!   spread (Shared 0.88x -> 0.75x, Key_Shared 2.17x -> 1.97x). A threshold of 128 did worse
+//!   (Shared 0.73x, oversubscribed Shared 1.78x).
+//! - With the slow-yield rule (4 processes x 3 rounds): Shared 0.96x -> 0.85x (0.81x without
+//!   the rule), 0.35x -> 0.31x; Key_Shared 0.28x -> 0.31x. Burners pinned one per core
+//!   (2 x 3): oversubscribed Shared 0.81x -> 0.85x, Key_Shared 1.88x -> 3.55x, both within
+//!   spreads of 0.4x-7.3x.
+//! - With the running mean as well (5 processes x 3 rounds; base, slow-yield rule alone, both
+//!   rules): Shared 0.80x / 0.68x / 0.70x (worst round 1.32x / 0.93x / 0.92x), 0.30x / 0.30x /
+//!   0.25x; Key_Shared 0.29x / 0.32x / 0.29x, 0.24x / 0.27x / 0.21x.
+//!
+//! Two full bench runs of the landed code are in the README's results.
 
 use std::time::{Duration, Instant};
 
