@@ -9,8 +9,8 @@
 //!    feeder only reads the flag's line instead of taking it exclusively per message.
 //! 2. The trigger job (`route_incoming`) first swaps `trigger_pending` back to `false`, then,
 //!    holding the routing lock, moves messages in batches of up to [`ROUTE_BATCH`] from the
-//!    receive queue to the lanes (a batch of fewer than `SMALL_BATCH` messages waits for one
-//!    yield of the core and is topped up first: `batch_top_up.rs`): each lane's share of a
+//!    receive queue to the lanes (a small batch after the pass's first may wait for one yield
+//!    of the core and be topped up first: `batch_top_up.rs`): each lane's share of a
 //!    batch is appended under one lock of the lane, then one listener job per message goes to
 //!    the lane's executor, the whole share in one
 //!    [`execute_jobs`](crate::ConsumerExecutor::execute_jobs) call (one lock of our executor's
@@ -141,7 +141,7 @@ impl ConsumerShared {
             if drained == 0 {
                 return;
             }
-            top_up.top_up_small_batch(drained, now, offer_core, || {
+            top_up.top_up_small_batch(drained, moved == 0, now, offer_core, || {
                 self.incoming.drain_to(batch, ROUTE_BATCH - drained);
             });
             moved += batch.len();
