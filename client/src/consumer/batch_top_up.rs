@@ -54,8 +54,13 @@
 //! - With the running mean as well (5 processes x 3 rounds; base, slow-yield rule alone, both
 //!   rules): Shared 0.80x / 0.68x / 0.70x (worst round 1.32x / 0.93x / 0.92x), 0.30x / 0.30x /
 //!   0.25x; Key_Shared 0.29x / 0.32x / 0.29x, 0.24x / 0.27x / 0.21x.
+//! - With the first drain of a pass exempt as well (5 processes x 3 rounds; base, both rules,
+//!   all three): Shared 0.77x / 0.75x / 0.80x, 0.34x / 0.26x / 0.26x, CPU per message 221 /
+//!   175 / 174 ns; Key_Shared 0.30x / 0.29x / 0.28x, 0.22x / 0.26x / 0.25x. Oversubscribed
+//!   (2 x 3, base / all three): Shared 1.65x / 2.96x and Key_Shared 3.03x / 1.70x, rounds
+//!   ranging from 0.4x to 11x in both builds.
 //!
-//! Two full bench runs of the landed code are in the README's results.
+//! Two full bench runs of the code before the first-drain rule are in the README's results.
 
 use std::time::{Duration, Instant};
 
