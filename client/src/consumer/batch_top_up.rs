@@ -24,16 +24,17 @@
 //! small on average lately (a running mean, each drain weighing an eighth), the router yields
 //! once (`sched_yield`): a feeder or listener queued on the router's core runs first, and the
 //! feeder's messages gather meanwhile; a yield that finds its core otherwise free returns at
-//! once (p50 0.41 us on the AMD EPYC host, `idle_spin.rs`; not re-measured here). Then it drains again into the same batch, up to the batch's size. One
-//! yield per batch, never more. A router that falls behind does not yield: its drains are
-//! large, and so is their mean, so the odd small drain among them does not make it give up a
-//! core it is the bottleneck of. (Without the mean, Key_Shared, whose router is the
-//! bottleneck with ~170 messages per drain on average, ran 8-18% slower:
-//! 83.7 ns per message in a full run against 76.3 / 71.1 before, 8-13% in three A/Bs.) And a pass's first
-//! drain never yields: a message that comes alone (a consumer at a low rate) is handed on at
-//! once, with no system call and no wait behind another thread; only a pass that finds more
-//! messages after its first batch, a feeder that is streaming, yields for its small drains.
-//! (The rate bench's passes moved 88 to 1,210 messages each, in batches of 4 to 40.)
+//! once (p50 0.41 us on the AMD EPYC host, `idle_spin.rs`; not re-measured here). Then it
+//! drains again into the same batch, up to the batch's size. One yield per batch, never more. A
+//! router that falls behind does not yield: its drains are large, and so is their mean, so the
+//! odd small drain among them does not make it give up a core it is the bottleneck of. (Without
+//! the mean, Key_Shared, whose router is the bottleneck with ~170 messages per drain on
+//! average, ran 8-18% slower: 83.7 ns per message in a full run against 76.3 / 71.1 before,
+//! 8-13% in three A/Bs.) And a pass's first drain never yields: a message that comes alone (a
+//! consumer at a low rate) is handed on at once, with no system call and no wait behind another
+//! thread; only a pass that finds more messages after its first batch, a feeder that is
+//! streaming, yields for its small drains. (The rate bench's passes moved 88 to 1,210 messages
+//! each, in batches of 4 to 40.)
 //!
 //! Beside a CPU hog a yield can hand the hog a whole time slice (milliseconds; see
 //! `pulsar_common`'s `idle_spin.rs`, "Yields beside a CPU hog"). A yield that took
