@@ -107,7 +107,8 @@ unsafe fn release(core: *const ScheduledCore, n: usize) {
     // SAFETY: the caller's shares keep the core alive until this `fetch_sub` gives them up.
     // (The reference is a local, not an argument: once another thread may free the core it
     // is not used again, as in `Arc`'s drop.)
-    let outstanding = unsafe { &(*core).between.shares.outstanding };
+    let shares: &HandleShares = unsafe { &(*core).between.shares };
+    let outstanding = &shares.outstanding;
     if outstanding.fetch_sub(n, Ordering::Release) != n {
         return;
     }
