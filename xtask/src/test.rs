@@ -18,7 +18,7 @@
 //!    [`crate::unsafe_coverage`] checks that every library file with `unsafe` code is
 //!    executed by one of these runs
 //! 6. valgrind memcheck over the tests that exercise `unsafe` (task slots, the executor and its
-//!    batches, the scheduled executor, the zero-allocation binary), on the test step's build (a
+//!    batches, the scheduled executor, the zero-allocation binaries), on the test step's build (a
 //!    target runner is not part of cargo's fingerprint, so nothing is rebuilt for it)
 //!
 //! What each checker covers: loom explores every interleaving of the core protocols (within a
@@ -160,6 +160,8 @@ pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
             "--test",
             "scheduled_executor",
             "--test",
+            "timer_allocation",
+            "--test",
             "task_cancel",
             "--test",
             "spawn",
@@ -251,9 +253,11 @@ fn failure_excerpt(output: &str) -> String {
 fn valgrind_memcheck() -> Result<()> {
     let runner = "valgrind --tool=memcheck --error-exitcode=97 --leak-check=full \
                   --errors-for-leak-kinds=definite --quiet";
-    let runs: [(&str, &[&str]); 6] = [
+    let runs: [(&str, &[&str]); 7] = [
         ("pulsar-common", &["--lib", "raw_task"]),
         ("pulsar-common", &["--test", "zero_allocation"]),
+        // Kept timer entries reused across threads, on the real allocator.
+        ("pulsar-common", &["--test", "timer_allocation"]),
         (
             "pulsar-common",
             &["--test", "single_thread_executor", "--", "--skip", "racing"],

@@ -49,6 +49,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
         &["--lib", "scheduled_executor"],
     ),
     (
+        "common/src/executors/scheduled/entry_blocks.rs",
+        "pulsar-common",
+        &["--lib", "scheduled_executor", "timer_allocation"],
+    ),
+    (
         "common/src/executors/scheduled/timer_entry.rs",
         "pulsar-common",
         &["--lib", "scheduled_executor"],
@@ -56,7 +61,7 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
     (
         "common/src/executors/scheduled/timer_ref.rs",
         "pulsar-common",
-        &["--lib", "scheduled_executor"],
+        &["--lib", "scheduled_executor", "timer_allocation"],
     ),
     (
         "common/src/executors/scheduled/timer_wheel.rs",

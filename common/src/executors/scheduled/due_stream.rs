@@ -15,27 +15,35 @@
 //! an earlier probe gave ~0.8x for 1 us and ~0.7x for 3 us. The plain `execute` hand-off and
 //! timer lateness did not move. The rule of today and its figures are below.
 //!
-//! # When
+//! # When, and how long
 //!
-//! Only while timers stream in and the worker keeps up with them: the last pass that moved
-//! timers ended less than [`STREAM_GAP`] ago, and the passes of this stream moved fewer than
-//! [`BEHIND_MEAN`] timers on average (a running mean, each pass weighing 1/8, restarted after
-//! a gap). A timer that comes alone (after a gap) is taken at once, so its latency does not
-//! change; one in a stream waits at most [`STREAM_LINGER`]. A worker that has fallen behind
-//! (its passes find many timers waiting) takes them at once until it has caught up: waiting
-//! then would only make it later. Never under loom or Miri (they check the blocking paths) nor
-//! on a single CPU (the timers the worker waits for need its core), as for the idle spin
-//! (`idle_spin.rs`). The wait never yields: it is shorter than any time slice.
+//! When the timer the worker finds due (the earliest) fell due less than [`STREAM_GAP`] after
+//! the worker's last pass that moved timers ended, or before it ended (it was armed while the
+//! worker fired the others): timers are streaming in. The worker then waits until that timer
+//! has been due for [`STREAM_LINGER`], and no longer: no timer waits more than that for others
+//! to gather, and a worker that has fallen behind its producers (the timers it finds have
+//! waited longer) takes them at once. It waits the same way whether it found the timer due
+//! when it came back from firing the last pass, or saw it fall due while it spun for work. A
+//! timer that comes alone, or in a stream sparser than [`STREAM_GAP`], is taken at once. Never
+//! under loom or Miri (they check the blocking paths) nor on a single CPU (the timers the
+//! worker waits for need its core), as for the idle spin (`idle_spin.rs`). The wait never
+//! yields: it is shorter than any time slice.
 //!
-//! # The rule before this one, and why it changed
+//! # The rules before this one
 //!
-//! Until 2026-12-06 the worker waited only when its last pass had moved one or two timers,
-//! 2 us. A wait that gathered three or more turned the next wait off; that pass then took one
-//! timer, which turned the wait on again: every other pass took a single timer. Counted on the
-//! Intel host of 2026-12-06 (K=256 hand-off): 1.99-2.12 timers per pass, against 7.45 when
-//! every pass of the stream waited. That host's figures, ours ÷ the delay heap, median (range)
-//! over 4-5 alternated processes x 3 rounds each; the first and last rows ran side by side,
-//! the others in two runs of their own (throwaway builds reading the rule from the
+//! Until 2026-12-06 the worker waited 2 us, and only when its last pass had moved one or two
+//! timers (and ended less than 10 us ago), and only when it found a timer due as it came back
+//! from firing. A wait that gathered three or more turned the next wait off; that pass then
+//! took one timer, which turned the wait on again: every other pass took a single timer.
+//! Counted on the Intel host of 2026-12-06 (K=256 hand-off): 1.99-2.12 timers per pass,
+//! against 7.45 when every pass of the stream waited. A rule of that day (88f295b) waited 3 us
+//! on every pass of a stream while the running mean of timers per pass stayed below 16; the
+//! memory of fired entries then made the producer faster (`entry_blocks.rs`), passes gathered
+//! 16 and more in 3 us, the mean turned the waits off and on again, and the hand-off lost its
+//! gain (458 ns per task against 389 without kept memory). Bounding the wait by the earliest
+//! timer's age needs no such count. The K=256 `schedule(Duration::ZERO)` hand-off on that
+//! host, ours ÷ the delay heap, median (range) over 4-5 alternated processes x 3 rounds each
+//! (the rows of one block ran side by side; throwaway builds read the variants from the
 //! environment):
 //!
 //! | rule | ns per task | ours ÷ delay heap |
@@ -45,101 +53,89 @@
 //! | any pass, 2 us | 433 | 1.12x |
 //! | any pass, 3 us | 390 | 1.04-1.08x |
 //! | any pass, 4 / 6 / 8 us | 383-399 | 1.08-1.12x |
-//! | any pass, 3 us, with the mean's limit and the handle shares on their own line (now) | 383 | 1.05x (0.93-1.19) |
+//! | any pass, 3 us, below the mean's limit; handle shares on their own line (88f295b) | 366-389 | 1.05-1.07x |
+//! | + kept entry memory; this rule (3 us from the earliest's deadline) | 294 | 0.84x (0.70-0.92) |
+//! | the same with a 2 us / 5 us bound | 338 / 264 | 0.95x / 0.76x |
+//! | the same waiting a full 3 us whenever the earliest has waited less | 273 | 0.77x |
 //!
-//! A wait on every pass has a failure the old rule shared: a producer arming faster than the
-//! worker fires makes each pass find more, and each wait adds to the backlog; one of two runs
-//! of the old rule at a 250 ns spacing (below) had a p50 latency of 2.6 ms, and every pass
-//! waiting 3 us did the same. The mean's limit ends the waits once the worker is behind.
+//! The last row gathers more but lets a timer wait up to 6 us; the bound of 3 us keeps every
+//! timer's added wait at 3 us or less.
 //!
 //! # What it costs
 //!
 //! Latency, for a timer that arrives in a dense stream. Probed on 2026-12-06 (Intel host): one
-//! producer arming a zero-delay timer every 0.25 / 0.5 / 1 / 2 / 4 / 8 us, 50,000 timers,
-//! arm-to-run latency, 2-6 runs each (ranges leave out the runs of the last paragraph):
+//! producer arming a zero-delay timer every 0.25 to 16 us, 50,000 timers per spacing,
+//! arm-to-run latency, three runs of each build (the probe is
+//! `microbench/examples/zero_delay_stream_latency.rs`). "Before" is the build of the
+//! session's start (the rule of one or two moved, 2 us; 2-6 runs), "88f295b" the mean's rule:
 //!
-//! | spacing | p50, this rule | p50, the rule before | p90, this rule | p90, before |
-//! |---|---:|---:|---:|---:|
-//! | 0.25 us | 4.4-4.9 us | 2.5-2.8 us | 6.9-7.4 us | 3.2-3.4 us |
-//! | 0.5 us | 3.8-4.2 | 2.4-2.7 | 6.0-6.7 | 3.1-3.3 |
-//! | 1 us | 2.6-2.9 | 1.4-1.7 | 4.1-4.4 | 2.9-3.2 |
-//! | 2, 4, 8 us | 0.70-0.71 | 0.75-0.80 | 1.35-1.43 | 1.39-1.58 |
+//! | spacing | p50 now | p50 88f295b | p50 before | p90 now | p90 88f295b | p90 before |
+//! |---|---:|---:|---:|---:|---:|---:|
+//! | 0.25, 0.5 us | 2.6-2.9 us | 3.7-6.2 us | 2.4-2.8 us | 3.8-4.3 us (one run 17.7) | 5.4-9.0 us | 3.1-3.4 us |
+//! | 1 us | 2.7 | 2.7 | 1.4-1.7 | 3.6 | 4.4 | 2.9-3.2 |
+//! | 2 us | 1.8 | 0.7 | 0.75-0.8 | 3.6 | 1.4 | 1.4-1.6 |
+//! | 4 us | 0.9-1.0 | 0.7 | 0.75-0.8 | 3.5 | 1.4 | 1.4-1.6 |
+//! | 8, 16 us | 0.9-1.0 | 0.7 | 0.75-0.8 | 0.9-1.1 | 1.2-1.4 | 1.4-1.6 |
 //!
-//! So a stream denser than one timer per 2 us pays 1-1.6 us more at the median for 1.7x the
-//! throughput; a sparser one pays nothing. The p99 moves with the machine's noise in both
-//! (3-30 us). Both rules also have runs where a large share of the timers waited 0.2-3.5 ms (a
-//! time slice; not traced): 4 of 30 spacings with this rule, 3 of 30 with the one before. The
-//! probe is `microbench/examples/zero_delay_stream_latency.rs`.
+//! So a stream denser than one timer per microsecond pays up to ~1 us more at the median than
+//! at the session's start, for 2.1x the throughput; at 2-4 us spacings a tenth of the timers
+//! or more wait the full 3 us (they fall due within 1 us of a pass that ended late); a sparse
+//! stream pays ~0.2 us at the median and gains at the 90th percentile (the entry's memory
+//! comes from the worker's cache, not the allocator's: `entry_blocks.rs`). The p99 moves with
+//! the machine's noise in every build (3-30 us). Every build also has runs where a large share
+//! of the timers waited 0.2-5 ms, nearly always at the first spacing of a run (the worker's
+//! and the allocator's warm-up; not traced).
 
 use crate::idle_spin::single_cpu;
 use crate::sync::SPIN_ENABLED;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// How long a worker in a stream waits before it takes the lock.
+/// How long the earliest due timer of a stream may wait for others to gather.
 pub(crate) const STREAM_LINGER: Duration = Duration::from_micros(3);
-/// A pass this soon after the last one that moved timers means timers are streaming in.
-pub(crate) const STREAM_GAP: Duration = Duration::from_micros(10);
-/// While the passes of a stream move this many timers or more on average, the worker is
-/// behind the producers and takes the timers at once: waiting would gather nothing it needs.
-pub(crate) const BEHIND_MEAN: u32 = 16;
-
-/// The calling worker's recent passes that moved timers.
-#[derive(Clone, Copy, Debug)]
-struct Passes {
-    /// When the last one ended.
-    last: Instant,
-    /// The running mean of the timers they moved, times 8 (each pass weighs 1/8), restarted
-    /// by a pass after a gap.
-    mean_x8: u32,
-}
-
-impl Passes {
-    /// After the pass at `now` that moved `moved` timers.
-    fn after(previous: Option<Self>, now: Instant, moved: usize) -> Self {
-        let moved = u32::try_from(moved).unwrap_or(u32::MAX).min(1 << 20);
-        let mean_x8 = match previous {
-            Some(passes) if in_stream(passes.last, now) => {
-                passes.mean_x8 - passes.mean_x8 / 8 + moved
-            }
-            _ => moved * 8,
-        };
-        Self { last: now, mean_x8 }
-    }
-
-    /// Whether a worker about to take due timers at `now` should wait for more (module docs).
-    fn should_linger(self, now: Instant) -> bool {
-        in_stream(self.last, now) && self.mean_x8 < BEHIND_MEAN * 8
-    }
-}
-
-/// Whether a pass at `now` continues the stream of the pass that ended at `last`.
-fn in_stream(last: Instant, now: Instant) -> bool {
-    now.saturating_duration_since(last) < STREAM_GAP
-}
+/// A timer due this soon after the worker's last pass that moved timers ended (or before it
+/// ended) means timers are streaming in.
+pub(crate) const STREAM_GAP: Duration = Duration::from_micros(1);
 
 std::thread_local! {
-    static PASSES: Cell<Option<Passes>> = const { Cell::new(None) };
+    /// When the calling worker's last pass that moved timers ended.
+    static LAST_TAKE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// Records a pass that moved `moved` due timers at `now` (worker only).
 #[inline]
 pub(crate) fn record_take(now: Instant, moved: usize) {
-    PASSES.with(|passes| passes.set(Some(Passes::after(passes.get(), now, moved))));
+    if moved > 0 {
+        LAST_TAKE.with(|last| last.set(Some(now)));
+    }
 }
 
-/// Before the worker takes the lock for a timer that is due at `now`: waits
-/// [`STREAM_LINGER`] if timers are streaming in and it keeps up with them (module docs).
+/// How long a worker about to take due timers at `now`, the earliest of them due for
+/// `overdue` already, waits, its last pass that moved timers having ended at `last_take`
+/// (module docs).
+fn linger_for(last_take: Option<Instant>, now: Instant, overdue: Duration) -> Duration {
+    let Some(last_take) = last_take else {
+        return Duration::ZERO;
+    };
+    let earliest_due = now.checked_sub(overdue).unwrap_or(now);
+    if earliest_due.saturating_duration_since(last_take) < STREAM_GAP {
+        STREAM_LINGER.saturating_sub(overdue)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Before the worker takes the lock for timers due at `now`, the earliest due for `overdue`
+/// already: if timers are streaming in, waits until that one has waited [`STREAM_LINGER`]
+/// (module docs).
 #[inline]
-pub(crate) fn linger_if_streaming(now: Instant) {
+pub(crate) fn linger_if_streaming(now: Instant, overdue: Duration) {
     if !SPIN_ENABLED || single_cpu() {
         return;
     }
-    let linger = PASSES
-        .with(Cell::get)
-        .is_some_and(|passes| passes.should_linger(now));
-    if linger {
-        let until = now + STREAM_LINGER;
+    let wait = linger_for(LAST_TAKE.with(Cell::get), now, overdue);
+    if !wait.is_zero() {
+        let until = now + wait;
         while Instant::now() < until {
             std::hint::spin_loop();
         }
@@ -150,60 +146,60 @@ pub(crate) fn linger_if_streaming(now: Instant) {
 mod tests {
     use super::*;
 
-    /// The passes of a stream, `gap` apart, each moving `moved`; returns the last.
-    fn stream(start: Instant, gap: Duration, moved: &[usize]) -> (Passes, Instant) {
-        let mut passes = None;
-        let mut at = start;
-        for &count in moved {
-            at += gap;
-            passes = Some(Passes::after(passes, at, count));
-        }
-        (passes.expect("at least one pass"), at)
-    }
-
     #[test]
-    fn a_recent_pass_of_a_stream_the_worker_keeps_up_with_means_wait() {
+    fn a_stream_waits_until_its_earliest_timer_has_waited_the_linger() {
         let at = Instant::now();
-        let first = Passes::after(None, at, 1);
-        assert!(first.should_linger(at + STREAM_GAP / 2));
-        assert!(!first.should_linger(at + STREAM_GAP), "after a gap");
-        // Passes that gather a few timers each keep it waiting: the rule the `1..=2` one
-        // before it missed (a wait that gathered three turned the next wait off).
-        let (gathering, end) = stream(at, Duration::from_micros(4), &[1, 8, 9, 10, 12, 8]);
-        assert!(gathering.should_linger(end + Duration::from_micros(1)));
-        let (nothing, end) = stream(at, Duration::from_micros(4), &[0, 0]);
-        assert!(
-            nothing.should_linger(end),
-            "a pass whose timers a cancel took"
+        let soon = at + STREAM_GAP / 2;
+        assert_eq!(linger_for(Some(at), soon, Duration::ZERO), STREAM_LINGER);
+        // Due before the last pass ended (armed while the worker fired the others), found now.
+        let half = STREAM_LINGER / 2;
+        assert_eq!(
+            linger_for(Some(at), at + half, STREAM_GAP + half),
+            STREAM_LINGER - STREAM_GAP - half,
+            "the earliest timer has waited part of it already"
         );
     }
 
     #[test]
-    fn a_worker_behind_its_producers_takes_the_timers_at_once_until_it_has_caught_up() {
+    fn a_timer_alone_or_one_that_waited_the_linger_already_is_taken_at_once() {
         let at = Instant::now();
-        let gap = Duration::from_micros(1);
-        let (behind, end) = stream(at, gap, &[40]);
-        assert!(!behind.should_linger(end), "one large pass after a gap");
-        let (behind, end) = stream(at, gap, &[4, 4, 4, 100, 100]);
-        assert!(!behind.should_linger(end), "the mean crossed the limit");
-        // Small passes bring the mean back down: 100 -> 2 per pass crosses 16 within 15.
-        let mut catching_up = vec![100; 8];
-        catching_up.extend([2; 14]);
-        let (still_behind, end) = stream(at, gap, &catching_up);
-        assert!(!still_behind.should_linger(end));
-        catching_up.push(2);
-        let (caught_up, end) = stream(at, gap, &catching_up);
-        assert!(caught_up.should_linger(end));
-        // A gap restarts the mean.
-        let restarted = Passes::after(Some(behind), end + STREAM_GAP, 1);
-        assert!(restarted.should_linger(end + STREAM_GAP));
+        assert_eq!(
+            linger_for(None, at, Duration::ZERO),
+            Duration::ZERO,
+            "no pass yet"
+        );
+        assert_eq!(
+            linger_for(Some(at), at + STREAM_GAP, Duration::ZERO),
+            Duration::ZERO,
+            "due a gap after the last pass: a sparse stream pays nothing"
+        );
+        // Found late, but due soon after the last pass: no gap, and the wait counts from when
+        // it fell due.
+        let late = STREAM_GAP + STREAM_GAP / 2;
+        assert_eq!(
+            linger_for(Some(at), at + STREAM_GAP * 2, late),
+            STREAM_LINGER - late
+        );
+        // A worker behind its producers finds timers that have waited longer: it never adds
+        // to their wait.
+        assert_eq!(
+            linger_for(
+                Some(at),
+                at + STREAM_LINGER * 6,
+                STREAM_LINGER * 5 + STREAM_GAP * 5
+            ),
+            Duration::ZERO
+        );
     }
 
     #[test]
-    fn a_huge_pass_saturates_the_mean_instead_of_overflowing_it() {
+    fn only_a_pass_that_moved_timers_continues_a_stream() {
+        let before = LAST_TAKE.with(Cell::get);
         let at = Instant::now();
-        let (passes, end) = stream(at, Duration::from_micros(1), &[usize::MAX; 100]);
-        assert!(!passes.should_linger(end));
+        record_take(at, 0);
+        assert_eq!(LAST_TAKE.with(Cell::get), before);
+        record_take(at, 3);
+        assert_eq!(LAST_TAKE.with(Cell::get), Some(at));
     }
 
     /// The wait is bounded below by its length (it never returns early once streaming), and
@@ -216,7 +212,7 @@ mod tests {
         }
         let start = Instant::now();
         record_take(start, 1);
-        linger_if_streaming(start);
+        linger_if_streaming(start, Duration::ZERO);
         assert!(start.elapsed() >= STREAM_LINGER);
     }
 }

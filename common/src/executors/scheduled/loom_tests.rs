@@ -9,7 +9,6 @@
 
 use super::scheduled_handle::ScheduledHandle;
 use super::timer_entry::{Once, Period, Repeating, TimerEntry, TimerJob};
-use super::timer_ref::TimerRef;
 use super::timers::ScheduledCore;
 use crate::executors::raw_task::RawTask;
 use crate::executors::task_error::TaskError;
@@ -40,9 +39,8 @@ fn arm_via<J: TimerJob>(
     due_now: bool,
 ) -> Option<ScheduledHandle<J::Output>> {
     let deadline = Instant::now();
-    let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
-    let share = ScheduledCore::arm(core, deadline, due_now, timer.erase()).ok()?;
-    Some(ScheduledHandle::new(entry.outcome(), share))
+    let (entry, share) = ScheduledCore::arm(core, deadline, due_now, job).ok()?;
+    Some(ScheduledHandle::new(entry, share))
 }
 
 /// Shuts the model's core down when the model ends, as the executor's last clone does: that

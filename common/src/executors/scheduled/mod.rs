@@ -15,6 +15,8 @@
 //!   append per pass).
 //! - `due_stream.rs`: whether the worker waits a moment for more zero-delay timers before it
 //!   takes the producers' lock (while they stream in).
+//! - `EntryBlocks` (`entry_blocks.rs`): the memory of fired entries, handed back to the
+//!   producers for their next timers (a stream of fire-and-forget timers allocates nothing).
 //! - `TimerEntry` (`timer_entry.rs`): one delayed or periodic task, its state machine and its
 //!   outcome.
 //! - [`ScheduledHandle`] (`scheduled_handle.rs`): cancel, poll or join a scheduled task.
@@ -25,6 +27,7 @@
 mod core_share;
 mod due_now_lane;
 mod due_stream;
+mod entry_blocks;
 
 mod scheduled_core;
 mod scheduled_executor;

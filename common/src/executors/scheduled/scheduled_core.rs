@@ -8,36 +8,75 @@ use crate::executors::executor_core::{QueueState, RUNNING};
 use crate::executors::executor_counters::EventCounters;
 use crate::executors::rejected::RejectReason;
 use crate::executors::scheduled::core_share::{CoreShare, HandleShares};
+use crate::executors::scheduled::entry_blocks::Block;
 use crate::executors::scheduled::timer_entry::{
-    EntryHeader, Fired, Timer, IN_DUE_LIST, NOT_IN_HEAP,
+    EntryHeader, EntryOutcome, Fired, Timer, TimerEntry, TimerJob, IN_DUE_LIST, NOT_IN_HEAP,
 };
 use crate::executors::scheduled::timer_ref::TimerRef;
-use crate::executors::scheduled::timer_wheel::TimerWheel;
-use crate::executors::scheduled::timers::{cancel_detached, ScheduledCore};
+use crate::executors::scheduled::timers::{cancel_detached, LockedTimers, ScheduledCore};
 use crate::sync::Arc;
+use std::alloc::Layout;
 use std::time::Instant;
 
 impl ScheduledCore {
-    /// Arms a timer. The caller made `entry`; on rejection it takes its closure back out.
-    /// `due_now`: the deadline is the clock the caller read to make it (a zero delay), so the
-    /// timer is due at once and may take the wheel's lane (`due_now_lane.rs`). Returns the
-    /// share of the core for the timer's handle (`core_share.rs`).
+    /// Arms a timer running `job`, due at `deadline`. `due_now`: the deadline is the clock the
+    /// caller read to make it (a zero delay), so the timer is due at once and may take the
+    /// wheel's lane (`due_now_lane.rs`). Returns the handle's reference to the entry and its
+    /// share of the core (`core_share.rs`).
+    ///
+    /// The entry goes into the memory of a fired one when the producers' side keeps one of its
+    /// layout (`entry_blocks.rs`), taken under the queue lock this holds anyway; otherwise it
+    /// is allocated and written before the lock.
     ///
     /// # Errors
     ///
-    /// The reason: shut down, or the worker thread could not be started.
-    pub(crate) fn arm(
+    /// The job back, and the reason: shut down, or the worker thread could not be started.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn arm<J: TimerJob>(
         this: &Arc<Self>,
         deadline: Instant,
         due_now: bool,
-        entry: TimerRef<dyn Timer>,
-    ) -> Result<CoreShare, RejectReason> {
-        let mut queue = Self::admit(this).inspect_err(|_| this.count_rejected(1))?;
-        let share = HandleShares::take(this, queue.run);
-        let earliest = if due_now {
-            queue.between.push_due(deadline, entry)
+        job: J,
+    ) -> Result<(TimerRef<dyn EntryOutcome<J::Output>>, CoreShare), (J, RejectReason)> {
+        let layout = Layout::new::<TimerEntry<J>>();
+        // Made before the lock in fresh memory, unless kept memory is likely to be there: then
+        // under the lock, in it.
+        let made = if this.between.may_keep_blocks() {
+            Err(job)
         } else {
-            queue.between.push(deadline, entry)
+            Ok(TimerRef::pair_in(job, Block::allocate(layout)))
+        };
+        let mut queue = match Self::admit(this) {
+            Ok(queue) => queue,
+            Err(reason) => {
+                this.count_rejected(1);
+                let job = match made {
+                    Err(job) => job,
+                    Ok((_timer, handle)) => handle
+                        .take_job()
+                        .expect("a new entry still holds its closure"),
+                };
+                return Err((job, reason));
+            }
+        };
+        let (timer, handle) = made.unwrap_or_else(|job| {
+            // A stale hint: allocated under the lock.
+            let block = queue
+                .between
+                .kept
+                .take(layout)
+                .unwrap_or_else(|| Block::allocate(layout));
+            if queue.between.kept.is_empty() {
+                this.between.note_no_kept_blocks();
+            }
+            TimerRef::pair_in(job, block)
+        });
+        let share = HandleShares::take(this, queue.run);
+        let timer = timer.erase();
+        let earliest = if due_now {
+            queue.between.push_due(deadline, timer)
+        } else {
+            queue.between.push(deadline, timer)
         };
         this.queue.count_submitted(&mut queue, 1);
         this.between.note_armed();
@@ -50,7 +89,7 @@ impl ScheduledCore {
         if wake {
             this.parker.unpark();
         }
-        Ok(share)
+        Ok((handle.outcome(), share))
     }
 
     // ---- cancel and re-arm ---------------------------------------------------------------
@@ -105,7 +144,7 @@ impl ScheduledCore {
     /// it, or `shutdown_now` handed it back), counting it as cancelled.
     fn remove_detached(
         &self,
-        queue: &mut QueueState<TimerWheel>,
+        queue: &mut QueueState<LockedTimers>,
         header: &EntryHeader,
     ) -> Option<TimerRef<dyn Timer>> {
         if header.heap_index() != IN_DUE_LIST {
@@ -160,16 +199,19 @@ impl ScheduledCore {
     /// Fires a claimed timer (re-arming a periodic one). Periodic timers stop at shutdown, even
     /// one that was already due.
     /// Returns what it did ([`Fired::Skipped`] for a periodic timer stopped by shutdown).
-    pub(crate) fn fire(this: &Arc<Self>, entry: TimerRef<dyn Timer>) -> Fired {
+    /// With it, the entry's memory if the worker's reference was its last (the handle was
+    /// dropped): for the next timer of its layout (`entry_blocks.rs`).
+    pub(crate) fn fire(this: &Arc<Self>, entry: TimerRef<dyn Timer>) -> (Fired, Option<Block>) {
         if entry.is_periodic() && this.run_state() != RUNNING {
             cancel_detached(&*entry);
-            return Fired::Skipped;
+            return (Fired::Skipped, entry.release_keeping());
         }
         let fired = entry.fire();
         if fired == Fired::Again {
             Self::rearm(this, entry);
+            return (fired, None);
         }
-        fired
+        (fired, entry.release_keeping())
     }
 
     /// Armed timers.
@@ -179,6 +221,8 @@ impl ScheduledCore {
 
     /// Slots the timer wheel holds now.
     pub(crate) fn timer_capacity(&self) -> usize {
-        self.queue.lock().between.capacity()
+        let queue = self.queue.lock();
+        let fired = self.between.due.lock().fired.len();
+        queue.between.capacity() + queue.between.kept.len() + fired
     }
 }

@@ -4,10 +4,7 @@
 use crate::executors::executor_builder::ScheduledExecutorBuilder;
 use crate::executors::rejected::RejectedExecution;
 use crate::executors::scheduled::scheduled_handle::ScheduledHandle;
-use crate::executors::scheduled::timer_entry::{
-    add_saturating, Once, Period, Repeating, TimerEntry, TimerJob,
-};
-use crate::executors::scheduled::timer_ref::TimerRef;
+use crate::executors::scheduled::timer_entry::{add_saturating, Once, Period, Repeating, TimerJob};
 use crate::executors::scheduled::timers::{ScheduledCore, Timers};
 use crate::executors::single_worker_executor::SingleWorkerExecutor;
 use crate::executors::thread_factory::ThreadFactory;
@@ -183,16 +180,9 @@ impl ScheduledExecutor {
         deadline: Instant,
         due_now: bool,
     ) -> Result<ScheduledHandle<J::Output>, RejectedExecution<J>> {
-        // Made with both references at once: the wheel's and the handle's.
-        let (timer, entry) = TimerRef::pair(TimerEntry::new(job));
-        match ScheduledCore::arm(self.core(), deadline, due_now, timer.erase()) {
-            Ok(share) => Ok(ScheduledHandle::new(entry.outcome(), share)),
-            Err(reason) => {
-                let job = entry
-                    .take_job()
-                    .expect("a rejected entry still holds its closure");
-                Err(RejectedExecution::new(job, reason))
-            }
+        match ScheduledCore::arm(self.core(), deadline, due_now, job) {
+            Ok((entry, share)) => Ok(ScheduledHandle::new(entry, share)),
+            Err((job, reason)) => Err(RejectedExecution::new(job, reason)),
         }
     }
 
@@ -202,10 +192,12 @@ impl ScheduledExecutor {
     }
 
     /// Timer slots held now, beside the timers' own entries: the timer wheel's list heads (576,
-    /// once a timer was armed) and its lane of due timers. None per armed timer: the wheel
-    /// links the entries themselves, and a cancelled timer's entry is freed with its handle,
-    /// so a burst of scheduled-then-cancelled timers leaves nothing behind. An idle worker
-    /// frees the list heads and the lane of an empty wheel.
+    /// once a timer was armed) and its lane of due timers, and the entries of fired timers kept
+    /// for the next ones (at most 256 on the worker's side and 256 on the producers': a stream
+    /// of fire-and-forget timers allocates nothing once they are there). None per armed timer:
+    /// the wheel links the entries themselves, and a cancelled timer's entry is freed with its
+    /// handle, so a burst of scheduled-then-cancelled timers leaves nothing behind. An idle
+    /// worker frees the list heads, the lane and the kept entries of an empty wheel.
     pub fn timer_capacity(&self) -> usize {
         self.core().timer_capacity()
     }

@@ -30,9 +30,11 @@
 //! falls (the only increment is [`Clone`], in tests, which needs a reference), so an older
 //! value in the word's modification order is a larger count, which takes the slow path.
 
+use crate::executors::scheduled::entry_blocks::Block;
 use crate::executors::scheduled::timer_entry::{
     Cancellation, EntryOutcome, Timer, TimerEntry, TimerJob,
 };
+use std::alloc::Layout;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
@@ -52,19 +54,49 @@ unsafe impl<T: ?Sized + Timer> Send for TimerRef<T> {}
 unsafe impl<T: ?Sized + Timer> Sync for TimerRef<T> {}
 
 impl<J: TimerJob> TimerRef<TimerEntry<J>> {
-    /// A new entry with one reference.
+    /// A new entry with one reference (tests: the executor makes pairs, `pair_in`).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn new(entry: TimerEntry<J>) -> Self {
         Self {
             entry: NonNull::from(Box::leak(Box::new(entry))),
         }
     }
 
-    /// A new entry with two references: the armed side's and the handle's.
+    /// A new entry with two references: the armed side's and the handle's (tests; the executor
+    /// calls `pair_in` with memory it may have kept).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn pair(entry: TimerEntry<J>) -> (Self, Self) {
         let first = Self::new(entry);
         first.header().add_unshared_ref();
         let second = Self { entry: first.entry };
         (first, second)
+    }
+
+    /// A new entry for `job` with two references, written into `block` (fresh, or kept from
+    /// an entry of the same layout: `entry_blocks.rs`).
+    ///
+    /// # Panics
+    ///
+    /// If the block's layout is not the entry's.
+    pub(crate) fn pair_in(job: J, block: Block) -> (Self, Self) {
+        assert_eq!(
+            block.layout(),
+            Layout::new::<TimerEntry<J>>(),
+            "an entry goes into a block of its own layout"
+        );
+        let ptr = block.into_raw().cast::<TimerEntry<J>>();
+        // SAFETY: the block's memory is this function's (`into_raw`), allocated by the global
+        // allocator with the entry's layout (checked above), and holds no value: writing the
+        // entry initialises it. From here the references own it, and the last one frees it as
+        // a `Box<TimerEntry<J>>` would (`Drop`) or keeps it (`release_keeping`): either is
+        // right for memory of this layout from the global allocator.
+        #[allow(unsafe_code)]
+        unsafe {
+            ptr.as_ptr().write(TimerEntry::new(job));
+        }
+        let first = Self { entry: ptr };
+        first.header().add_unshared_ref();
+        (first, Self { entry: ptr })
     }
 
     /// The same reference, type-erased for the wheel and the worker.
@@ -110,6 +142,34 @@ impl<T: ?Sized + Timer> TimerRef<T> {
         this.header().ref_count()
     }
 
+    /// Lets go of this reference as `drop` does, except that the last one keeps the entry's
+    /// memory: it drops the entry in place and returns the memory as a [`Block`] (for the
+    /// next timer of the same layout, `entry_blocks.rs`). `None` if other references remain.
+    pub(crate) fn release_keeping(self) -> Option<Block> {
+        let entry = self.into_raw();
+        // SAFETY: this reference (turned raw just above) keeps the entry alive until its
+        // release below.
+        #[allow(unsafe_code)]
+        let header_says_last = unsafe { entry.as_ref() }.header().release_ref();
+        if !header_says_last {
+            return None;
+        }
+        // SAFETY: the last reference (as in `Drop`): nothing else can reach the entry. It lives
+        // in memory from the global allocator with its own type's layout (`new`, `pair_in`),
+        // which `for_value` reads (through the vtable, for a `dyn`) before the drop. The block
+        // takes the memory first, so that it is freed even if the entry's drop panics (the
+        // outcome's `Drop` is user code), as a `Box`'s would be; once the drop has returned,
+        // no value lives in it.
+        #[allow(unsafe_code)]
+        let block = unsafe {
+            let layout = Layout::for_value(entry.as_ref());
+            let block = Block::from_raw(entry.cast(), layout);
+            std::ptr::drop_in_place(entry.as_ptr());
+            block
+        };
+        Some(block)
+    }
+
     /// Cancels a waiting entry that its caller has just unlinked from the wheel (which held
     /// this reference), letting go of the reference in the same step: `SCHEDULED ->
     /// CANCELLED`, one reference less. `None` (and the reference dropped as usual) if the entry
@@ -143,9 +203,10 @@ impl<T: ?Sized + Timer> Drop for TimerRef<T> {
     fn drop(&mut self) {
         if self.header().release_ref() {
             // SAFETY: the last reference (the release saw the count at one and synchronised
-            // with every other release): nothing else can reach the entry. It was allocated by
-            // `Box::new` in `new`, as the type `T` was erased from, whose vtable (for a `dyn`)
-            // drops and frees it as that type.
+            // with every other release): nothing else can reach the entry. It lives in memory
+            // from the global allocator with the layout of the type `T` was erased from (`Box`
+            // in `new`, a block of that layout in `pair_in`), as a `Box` of that type would
+            // own it; the vtable (for a `dyn`) drops and frees it as that type.
             #[allow(unsafe_code)]
             drop(unsafe { Box::from_raw(self.entry.as_ptr()) });
         }
@@ -265,6 +326,64 @@ mod tests {
         );
         drop(timer);
         assert_eq!(handle.wait_outcome(None).expect("done").expect("ran"), 7);
+    }
+
+    #[test]
+    fn only_the_last_reference_keeps_the_memory_and_a_new_entry_reuses_it() {
+        let drops = DropCounter::new();
+        let (timer, handle) = TimerRef::pair(counted(&drops));
+        let layout = Layout::for_value(&*timer);
+        let (timer, handle) = (timer.erase(), handle.outcome());
+        assert!(timer.release_keeping().is_none(), "the handle's is left");
+        assert_eq!(drops.drops(), 0);
+        let block = handle.release_keeping().expect("the last reference");
+        assert_eq!(
+            drops.drops(),
+            1,
+            "the entry (and its closure) dropped in place"
+        );
+        assert_eq!(block.layout(), layout);
+        // Reused for an entry of the same layout, freed by its last reference as usual.
+        let token = drops.token();
+        let (timer, handle) = TimerRef::pair_in(Once(move || drop(token)), block);
+        let (timer, handle) = (timer.erase(), handle.outcome());
+        assert!(matches!(
+            timer.fire(),
+            crate::executors::scheduled::timer_entry::Fired::Done
+        ));
+        drop(timer);
+        assert!(matches!(handle.wait_outcome(None), Some(Ok(()))));
+        drop(handle);
+        assert_eq!(drops.drops(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "an entry goes into a block of its own layout")]
+    fn a_block_of_another_layout_is_refused() {
+        let block = Block::allocate(Layout::new::<[u64; 64]>());
+        let _ = TimerRef::pair_in(Once(|| ()), block);
+    }
+
+    /// The outcome's `Drop` is user code: when it panics in the keeping release, the memory is
+    /// still freed (Miri's leak check and valgrind see it).
+    #[test]
+    fn a_panicking_outcome_drop_in_a_keeping_release_frees_the_memory() {
+        struct PanicsOnDrop;
+        impl Drop for PanicsOnDrop {
+            fn drop(&mut self) {
+                panic!("the outcome's drop panics");
+            }
+        }
+        let (timer, handle) = TimerRef::pair(TimerEntry::new(Once(|| PanicsOnDrop)));
+        let (timer, handle) = (timer.erase(), handle.outcome());
+        assert!(matches!(
+            timer.fire(),
+            crate::executors::scheduled::timer_entry::Fired::Done
+        ));
+        drop(handle);
+        let released =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| timer.release_keeping()));
+        assert!(released.is_err(), "the drop's panic reaches the caller");
     }
 
     /// References let go on two threads at once, many times: each entry freed exactly once.

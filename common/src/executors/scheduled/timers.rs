@@ -11,6 +11,7 @@ use crate::executors::executor_counters::EventCounters;
 use crate::executors::raw_task::{Job, JobOutcome, RawTask};
 use crate::executors::scheduled::core_share::HandleShares;
 use crate::executors::scheduled::due_stream;
+use crate::executors::scheduled::entry_blocks::{Block, EntryBlocks};
 use crate::executors::scheduled::timer_entry::{Cancellation, Fired, Timer, NOT_IN_HEAP};
 use crate::executors::scheduled::timer_ref::TimerRef;
 use crate::executors::scheduled::timer_wheel::TimerWheel;
@@ -19,6 +20,7 @@ use crate::idle_spin;
 use crate::sync::{Arc, AtomicBool, CachePadded, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -37,7 +39,7 @@ pub struct Timers {
     /// after the batch. Taking one out under this lock is the worker's claim: a due timer is
     /// claimed (and fired), or still here when `cancel` removes it or `shutdown_now` takes it.
     /// Lock order: the queue lock, then this, then an entry's own lock.
-    pub(crate) due: CachePadded<Mutex<VecDeque<TimerRef<dyn Timer>>>>,
+    pub(crate) due: CachePadded<Mutex<DueList>>,
     /// Whether the worker moved timers into `due` since it last found `due` empty: read and
     /// written by the worker only, so a batch with no timer due costs no lock of `due`.
     due_pending: AtomicBool,
@@ -56,11 +58,65 @@ pub struct Timers {
     next_due: std::sync::atomic::AtomicU64,
     /// The timer wheel's origin (`TimerWheel::origin`), to read `next_due` against the clock.
     origin: Instant,
+    /// Whether the producers' side may hold kept entry memory (`LockedTimers::kept`): set
+    /// under the queue lock when the worker hands blocks over, cleared under it by the arm that
+    /// takes the last. A hint for the arm, which takes a block under the lock it arms under
+    /// when this is set and otherwise allocates before taking it; stale either way, it costs
+    /// an allocation (under the lock, or of a block that was there). On its own line: the
+    /// worker writes it once per hand-over, every arm reads it.
+    kept_hint: CachePadded<AtomicBool>,
     /// The handles' shares of the core (`core_share.rs`), on a line of their own: every arm
     /// writes it and every handle's drop, where the worker polls `armed` and `next_due` above
     /// (measured: the K=256 `schedule(Duration::ZERO)` hand-off 386 -> 372 ns per task, 5
     /// alternated processes x 3 rounds, Intel host, 2026-12-06).
     pub(crate) shares: CachePadded<HandleShares>,
+}
+
+/// The worker's due list (`Timers::due`): the timers due when it last took them, earliest
+/// first, and the memory of those it fired, kept until it next holds the queue lock to hand it
+/// over (`entry_blocks.rs`). Derefs to the timers.
+#[derive(Default)]
+pub(crate) struct DueList {
+    timers: VecDeque<TimerRef<dyn Timer>>,
+    /// Memory of fired entries (their last reference was the worker's), for the producers.
+    pub(crate) fired: EntryBlocks,
+}
+
+impl Deref for DueList {
+    type Target = VecDeque<TimerRef<dyn Timer>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.timers
+    }
+}
+
+impl DerefMut for DueList {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.timers
+    }
+}
+
+/// What the queue lock guards for the timers (the core's `QueueState::between`): the wheel,
+/// and the memory of fired entries handed over for the next arms (`entry_blocks.rs`). Derefs to
+/// the wheel.
+pub struct LockedTimers {
+    wheel: TimerWheel,
+    /// Kept entry memory for the producers (`ScheduledCore::arm` takes from it).
+    pub(crate) kept: EntryBlocks,
+}
+
+impl Deref for LockedTimers {
+    type Target = TimerWheel;
+
+    fn deref(&self) -> &TimerWheel {
+        &self.wheel
+    }
+}
+
+impl DerefMut for LockedTimers {
+    fn deref_mut(&mut self) -> &mut TimerWheel {
+        &mut self.wheel
+    }
 }
 
 /// Timers taken out under the queue lock — periodic timers cancelled at shutdown, or the
@@ -108,7 +164,7 @@ struct Fire {
 impl Job for Fire {
     fn run(mut self) -> JobOutcome {
         let entry = self.entry.take().expect("a Fire runs once");
-        match ScheduledCore::fire(&self.core, entry) {
+        match ScheduledCore::fire(&self.core, entry).0 {
             Fired::Panicked => JobOutcome::Panicked,
             Fired::Done | Fired::Again | Fired::Skipped => JobOutcome::Completed,
         }
@@ -144,6 +200,36 @@ impl Timers {
     pub(crate) fn note_armed(&self) {
         if !self.armed.load(Ordering::Relaxed) {
             self.armed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a timer is due now (the `next_due` hint); if one is, and timers are streaming
+    /// in, first waits a moment for more to gather (`due_stream.rs`).
+    #[inline]
+    fn linger_if_due(&self) -> bool {
+        let next = self.next_due.load(Ordering::Relaxed);
+        if next == u64::MAX {
+            return false;
+        }
+        let now = Instant::now();
+        let Some(overdue) = self.nanos_from_origin(now).checked_sub(next) else {
+            return false;
+        };
+        due_stream::linger_if_streaming(now, Duration::from_nanos(overdue));
+        true
+    }
+
+    /// Whether the producers' side may keep entry memory for an arm (`kept_hint`).
+    #[inline]
+    pub(crate) fn may_keep_blocks(&self) -> bool {
+        self.kept_hint.load(Ordering::Relaxed)
+    }
+
+    /// After an arm took the last kept block. Caller holds the queue lock.
+    #[inline]
+    pub(crate) fn note_no_kept_blocks(&self) {
+        if self.kept_hint.load(Ordering::Relaxed) {
+            self.kept_hint.store(false, Ordering::Relaxed);
         }
     }
 
@@ -185,15 +271,22 @@ impl Timers {
 
     /// Moves the timers due at `now` to the end of the due list (after any left there: they
     /// fell due earlier) and refreshes the `next_due` hint. Caller holds the queue lock.
-    fn move_due_timers(&self, wheel: &mut TimerWheel, now: Instant) {
+    fn move_due_timers(&self, locked: &mut LockedTimers, now: Instant) {
         {
             let mut due = self.due.lock();
             let before = due.len();
-            wheel.take_due_into(now, &mut due);
+            locked.wheel.take_due_into(now, &mut due.timers);
             due_stream::record_take(now, due.len() - before);
+            // Both locks are held: hand the memory of the entries fired since over.
+            if !due.fired.is_empty() {
+                locked.kept.take_all_from(&mut due.fired);
+                if !self.kept_hint.load(Ordering::Relaxed) {
+                    self.kept_hint.store(true, Ordering::Relaxed);
+                }
+            }
         }
         self.due_pending.store(true, Ordering::Relaxed);
-        self.refresh_next_due(wheel);
+        self.refresh_next_due(locked);
     }
 
     /// Between two tasks of a batch: takes the timers that have fallen due (the `next_due`
@@ -219,9 +312,15 @@ impl Timers {
         if !timers.due_pending.load(Ordering::Relaxed) {
             return;
         }
+        // The memory of the entry fired last, if the worker's reference was its last: kept in
+        // the due list under the lock taken next (`entry_blocks.rs`).
+        let mut fired_memory: Option<Block> = None;
         loop {
             let next = {
                 let mut due = timers.due.lock();
+                if let Some(block) = fired_memory.take() {
+                    due.fired.keep(block);
+                }
                 let next = due.pop_front();
                 if next.is_none() {
                     // Cleared under the lock that showed `due` empty. Only the worker adds
@@ -240,6 +339,10 @@ impl Timers {
             // User panics are caught inside `fire`; this catches one from a closure's `Drop`,
             // at the same boundary as a task's.
             let fired = panic::catch_unwind(AssertUnwindSafe(|| ScheduledCore::fire(core, entry)));
+            let fired = fired.map(|(fired, memory)| {
+                fired_memory = memory;
+                fired
+            });
             let outcome = match fired {
                 Ok(Fired::Skipped) => {
                     // Cancelled after the worker claimed it: it leaves without running, a
@@ -261,7 +364,7 @@ impl Timers {
     /// Takes every timer out of the due list and the wheel: due ones first, then the armed
     /// ones, each earliest first.
     fn take_all(&self, wheel: &mut TimerWheel) -> Vec<TimerRef<dyn Timer>> {
-        let mut timers: Vec<_> = self.due.lock().drain(..).collect();
+        let mut timers: Vec<_> = self.due.lock().timers.drain(..).collect();
         timers.extend(wheel.drain_in_order());
         timers
     }
@@ -270,30 +373,35 @@ impl Timers {
 // The sealed trait's hooks speak of crate-private types (see `BetweenBatches`).
 #[allow(private_interfaces)]
 impl BetweenBatches for Timers {
-    type Locked = TimerWheel;
+    type Locked = LockedTimers;
     type Detached = Detached;
     const KIND: &'static str = "scheduled-executor";
     const TYPE_NAME: &'static str = "ScheduledExecutor";
     const DEFAULT_POOL_NAME: &'static str = crate::executors::DEFAULT_SCHEDULED_POOL_NAME;
 
-    fn new() -> (Self, TimerWheel) {
+    fn new() -> (Self, LockedTimers) {
         let wheel = TimerWheel::new();
         let timers = Self {
-            due: CachePadded::new(Mutex::new(VecDeque::new())),
+            due: CachePadded::new(Mutex::new(DueList::default())),
             due_pending: AtomicBool::new(false),
             armed: AtomicBool::new(false),
             next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
             origin: wheel.origin(),
+            kept_hint: CachePadded::new(AtomicBool::new(false)),
             shares: CachePadded::new(HandleShares::new()),
         };
-        (timers, wheel)
+        let locked = LockedTimers {
+            wheel,
+            kept: EntryBlocks::new(),
+        };
+        (timers, locked)
     }
 
-    fn has_pending(wheel: &TimerWheel) -> bool {
+    fn has_pending(wheel: &LockedTimers) -> bool {
         !wheel.is_empty()
     }
 
-    fn pending(&self, wheel: &TimerWheel) -> usize {
+    fn pending(&self, wheel: &LockedTimers) -> usize {
         self.due.lock().len() + wheel.len()
     }
 
@@ -317,7 +425,7 @@ impl BetweenBatches for Timers {
 
     fn take_ready(
         core: &ScheduledCore,
-        queue: &mut QueueState<TimerWheel>,
+        queue: &mut QueueState<LockedTimers>,
         took_tasks: bool,
     ) -> bool {
         let due_at = match queue.between.peek_deadline() {
@@ -347,19 +455,11 @@ impl BetweenBatches for Timers {
     /// takes for every timer.
     #[inline]
     fn look_first(&self) -> bool {
-        if !self.armed.load(Ordering::Relaxed) {
-            return false;
-        }
-        let Some(now) = self.due_now() else {
-            return false;
-        };
-        // A stream of zero-delay timers: let a few gather before taking the lock.
-        due_stream::linger_if_streaming(now);
-        true
+        self.armed.load(Ordering::Relaxed) && self.linger_if_due()
     }
 
     #[inline]
-    fn note_idle(&self, _wheel: &TimerWheel) {
+    fn note_idle(&self, _wheel: &LockedTimers) {
         // Stored only when set, as in `note_armed`.
         if self.armed.load(Ordering::Relaxed) {
             self.armed.store(false, Ordering::Relaxed);
@@ -367,7 +467,7 @@ impl BetweenBatches for Timers {
     }
 
     #[inline]
-    fn wake_at(wheel: &TimerWheel) -> Option<Instant> {
+    fn wake_at(wheel: &LockedTimers) -> Option<Instant> {
         wheel.peek_deadline()
     }
 
@@ -386,33 +486,44 @@ impl BetweenBatches for Timers {
             idle_spin::MAX_SPIN
         };
         idle_spin::spin_for_work(ready, cap, !armed);
+        // A timer that fell due while the worker spun is one of a stream as much as one found
+        // due before the spin: let others gather the same way before the worker takes the lock.
+        if !work_hint() {
+            self.linger_if_due();
+        }
     }
 
-    fn holds_idle_memory(&self, wheel: &TimerWheel) -> bool {
-        wheel.capacity() > 0 || self.due.lock().capacity() > 0
+    fn holds_idle_memory(&self, locked: &LockedTimers) -> bool {
+        let due = self.due.lock();
+        locked.capacity() > 0
+            || locked.kept.holds_memory()
+            || due.capacity() > 0
+            || due.fired.holds_memory()
     }
 
-    /// The due list and an empty wheel entirely.
-    fn trim_idle(&self, wheel: &mut TimerWheel) -> usize {
+    /// The due list, the kept entry memory and an empty wheel entirely.
+    fn trim_idle(&self, locked: &mut LockedTimers) -> usize {
         let due = {
             let mut due = self.due.lock();
+            let fired = due.fired.free_all();
             if due.is_empty() {
-                std::mem::take(&mut *due).capacity()
+                fired + std::mem::take(&mut due.timers).capacity()
             } else {
-                0
+                fired
             }
         };
-        due + wheel.release_if_empty()
+        self.kept_hint.store(false, Ordering::Relaxed);
+        due + locked.kept.free_all() + locked.release_if_empty()
     }
 
     /// Periodic timers stop at shutdown (Java's default): taken out of the wheel and the due
     /// list, and moved to `CANCELLED`; one-shot timers stay and still run.
-    fn on_shutdown(core: &Arc<ScheduledCore>, wheel: &mut TimerWheel) -> Self::Detached {
+    fn on_shutdown(core: &Arc<ScheduledCore>, wheel: &mut LockedTimers) -> Self::Detached {
         HandleShares::give_up_spares(core);
         let mut periodic = wheel.extract(|entry| entry.is_periodic());
         {
             let mut due = core.between.due.lock();
-            for entry in std::mem::take(&mut *due) {
+            for entry in std::mem::take(&mut due.timers) {
                 if entry.is_periodic() {
                     entry.header().set_heap_index(NOT_IN_HEAP);
                     periodic.push(entry);
@@ -429,7 +540,7 @@ impl BetweenBatches for Timers {
     /// already due, then the armed ones, earliest first); periodic ones are cancelled.
     fn on_shutdown_now(
         core: &Arc<ScheduledCore>,
-        wheel: &mut TimerWheel,
+        wheel: &mut LockedTimers,
         taken: &mut Vec<RawTask>,
     ) -> Self::Detached {
         HandleShares::give_up_spares(core);
@@ -457,7 +568,7 @@ impl BetweenBatches for Timers {
 
     /// Leftover timers are unreachable in a correct run (the worker exits only once the wheel
     /// is empty, and `shutdown_now` empties it), but a handle must never wait forever.
-    fn take_leftovers(&self, wheel: &mut TimerWheel) -> Self::Detached {
+    fn take_leftovers(&self, wheel: &mut LockedTimers) -> Self::Detached {
         Detached(
             self.take_all(wheel)
                 .into_iter()
