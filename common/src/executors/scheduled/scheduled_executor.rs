@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 ///   [`schedule_at_fixed_rate`](Self::schedule_at_fixed_rate) and
 ///   [`schedule_with_fixed_delay`](Self::schedule_with_fixed_delay) arm a timer in a
 ///   hierarchical timing wheel: O(1) to arm, O(1) to cancel, one allocation per timer (the
-///   entry holds the closure, the state and the outcome).
+///   entry holds the closure, the state and the outcome), and none for a fire-and-forget
+///   timer (its handle dropped before it runs) once fired entries' memory circulates: the
+///   worker hands it back to the next timers of the same layout.
 /// - **Deadlines**: nothing runs before its deadline. A task runs at or after it, on the one
 ///   worker thread, in deadline order (equal deadlines in scheduling order); how late depends
 ///   on what else the worker runs: a timer that falls due while immediate tasks run goes
