@@ -38,9 +38,10 @@
 //! Counted on the Intel host of 2026-12-06 (K=256 hand-off): 1.99-2.12 timers per pass,
 //! against 7.45 when every pass of the stream waited. A rule of that day (88f295b) waited 3 us
 //! on every pass of a stream while the running mean of timers per pass stayed below 16; the
-//! memory of fired entries then made the producer faster (`entry_blocks.rs`), passes gathered
-//! 16 and more in 3 us, the mean turned the waits off and on again, and the hand-off lost its
-//! gain (458 ns per task against 389 without kept memory). Bounding the wait by the earliest
+//! memory of fired entries then made the producer faster (`entry_blocks.rs`), and the hand-off
+//! lost its gain (458 ns per task against 389 without kept memory): the worker's share of time
+//! in the wait fell from ~10% to ~5% of the profile, as if passes gathering 16 or more in 3 us
+//! turned the waits off and on again (inferred from the profile, not counted). Bounding the wait by the earliest
 //! timer's age needs no such count. The K=256 `schedule(Duration::ZERO)` hand-off on that
 //! host, ours ÷ the delay heap, median (range) over 4-5 alternated processes x 3 rounds each
 //! (the rows of one block ran side by side; throwaway builds read the variants from the
@@ -55,8 +56,8 @@
 //! | any pass, 4 / 6 / 8 us | 383-399 | 1.08-1.12x |
 //! | any pass, 3 us, below the mean's limit; handle shares on their own line (88f295b) | 366-389 | 1.05-1.07x |
 //! | + kept entry memory; this rule (3 us from the earliest's deadline) | 294 | 0.84x (0.70-0.92) |
-//! | the same with a 2 us / 5 us bound | 338 / 264 | 0.95x / 0.76x |
-//! | the same waiting a full 3 us whenever the earliest has waited less | 273 | 0.77x |
+//! | the same with a 2 us / 5 us bound (and a 10 us gap) | 338 / 264 | 0.95x / 0.76x |
+//! | the same waiting a full 3 us whenever the earliest has waited less (10 us gap) | 273 | 0.77x |
 //!
 //! The last row gathers more but lets a timer wait up to 6 us; the bound of 3 us keeps every
 //! timer's added wait at 3 us or less.
