@@ -25,15 +25,17 @@
 //!   (`Timers::kept_hint`) tells it beforehand whether to count on one or to allocate before it
 //!   takes the lock, as before.
 //!
-//! So no lock, no atomic and no allocator call is added to the path, and only blocks pass
-//! between the threads: the allocator's shared lists are out of it. Measured on the same host
+//! So no lock, no read-modify-write and no allocator call is added to the path (one relaxed load
+//! of the hint per arm, a relaxed store when the kept blocks run out or come back), and only
+//! blocks pass between the threads: the allocator's shared lists are out of it. Measured on the same host
 //! (K=256 hand-off, 5 alternated processes x 3 rounds, with the stream rule of `due_stream.rs`
 //! that came with it): 366 -> 294 ns per task, 1.05x -> 0.84x the delay heap, and 1 -> 0
 //! allocations per task. The cost: the block's lines come from the worker's cache, so a timer
 //! armed alone pays ~0.2 us more from arming to running at the median (and less at the 90th
 //! percentile; `due_stream.rs` has the table). A timer whose handle is still held when it runs
 //! is freed by the handle's drop, as before, and keeps nothing: the handle's thread is not
-//! the worker.
+//! the worker. Not explained yet: the single-threaded schedule + cancel bench row measured
+//! 10-17% slower with this change (the README's latest results say what was ruled out).
 //!
 //! # What is kept, and for how long
 //!
