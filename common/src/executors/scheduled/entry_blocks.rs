@@ -34,8 +34,9 @@
 //! armed alone pays ~0.2 us more from arming to running at the median (and less at the 90th
 //! percentile; `due_stream.rs` has the table). A timer whose handle is still held when it runs
 //! is freed by the handle's drop, as before, and keeps nothing: the handle's thread is not
-//! the worker. Not explained yet: the single-threaded schedule + cancel bench row measured
-//! 10-17% slower with this change (the README's latest results say what was ruled out).
+//! the worker. The single-threaded schedule + cancel bench row measured 10-17% slower with
+//! this change; one unused padded field added to the timers' state alone made it 9% slower,
+//! so most of that follows the executor's memory layout (the README's latest results).
 //!
 //! # What is kept, and for how long
 //!
