@@ -207,15 +207,10 @@ impl Timers {
     /// in, first waits a moment for more to gather (`due_stream.rs`).
     #[inline]
     fn linger_if_due(&self) -> bool {
-        let next = self.next_due.load(Ordering::Relaxed);
-        if next == u64::MAX {
-            return false;
-        }
-        let now = Instant::now();
-        let Some(overdue) = self.nanos_from_origin(now).checked_sub(next) else {
+        let Some((now, overdue)) = self.due_now() else {
             return false;
         };
-        due_stream::linger_if_streaming(now, Duration::from_nanos(overdue));
+        due_stream::linger_if_streaming(now, overdue);
         true
     }
 
@@ -252,15 +247,16 @@ impl Timers {
     }
 
     /// The clock, if a timer may be due by it (the clock is read only when a timer is armed:
-    /// this runs between every two tasks).
+    /// this runs between every two tasks), with how long the earliest timer has been due.
     #[inline]
-    fn due_now(&self) -> Option<Instant> {
+    fn due_now(&self) -> Option<(Instant, Duration)> {
         let next = self.next_due.load(Ordering::Relaxed);
         if next == u64::MAX {
             return None;
         }
         let now = Instant::now();
-        (self.nanos_from_origin(now) >= next).then_some(now)
+        let overdue = self.nanos_from_origin(now).checked_sub(next)?;
+        Some((now, Duration::from_nanos(overdue)))
     }
 
     /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
@@ -494,11 +490,11 @@ impl BetweenBatches for Timers {
     }
 
     fn holds_idle_memory(&self, locked: &LockedTimers) -> bool {
+        if locked.capacity() > 0 || locked.kept.holds_memory() {
+            return true; // without the due list's lock, as on every park of an armed wheel
+        }
         let due = self.due.lock();
-        locked.capacity() > 0
-            || locked.kept.holds_memory()
-            || due.capacity() > 0
-            || due.fired.holds_memory()
+        due.capacity() > 0 || due.fired.holds_memory()
     }
 
     /// The due list, the kept entry memory and an empty wheel entirely.
