@@ -33,4 +33,5 @@ pub(crate) mod idle_spin;
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod park_lock;
 pub mod pool;
+pub(crate) mod prefetch;
 pub(crate) mod sync;

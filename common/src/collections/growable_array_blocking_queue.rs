@@ -3,6 +3,7 @@
 use crate::collections::queue_error::{PollTimeoutError, PutError};
 use crate::collections::ring::{round_up_to_power_of_two, MIN_TRIM_CAPACITY};
 use crate::idle_spin;
+use crate::prefetch;
 use crate::sync::{
     wait_step, AtomicBool, AtomicPtr, AtomicUsize, CachePadded, Condvar, Mutex, MutexGuard,
     Ordering, UnsafeCell,
@@ -136,6 +137,8 @@ const BLOCK_CAP: usize = 127;
 #[cfg(loom)]
 const BLOCK_CAP: usize = 2;
 const LAP: usize = BLOCK_CAP + 1;
+/// How far past the slot it writes a `put` prefetches for the next puts (`prefetch.rs`).
+const PREFETCH_AHEAD: usize = 128;
 /// Tail index bits below the position.
 const TERMINATED: usize = 1;
 const WAITING: usize = 2;
@@ -316,6 +319,13 @@ impl<T> GrowableArrayBlockingQueue<T> {
                     // taker reads the slot before `written` is set.
                     unsafe {
                         let slot = &(*block).slots[offset];
+                        // The next puts' slots, ahead of their stores (`prefetch.rs`); past
+                        // the block's end it is a wasted hint.
+                        prefetch::for_write(
+                            std::ptr::from_ref(slot)
+                                .cast::<u8>()
+                                .wrapping_add(PREFETCH_AHEAD),
+                        );
                         slot.value.with_mut(|value| (*value).write(item));
                         slot.written.store(true, Ordering::Release);
                     }

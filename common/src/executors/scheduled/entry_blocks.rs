@@ -46,6 +46,7 @@
 //! idle trim frees them, as it frees the wheel's list heads; so do `Drop` of the executor and of
 //! the due list.
 
+use crate::prefetch;
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
@@ -150,13 +151,20 @@ impl EntryBlocks {
         }
     }
 
-    /// A kept block of `layout`, if there is one.
+    /// A kept block of `layout`, if there is one. The block the next call would return is
+    /// prefetched for a store: the worker freed it last, so its lines are in the worker's
+    /// cache, and the entry is written into it under the queue lock (`prefetch.rs`).
     pub(crate) fn take(&mut self, layout: Layout) -> Option<Block> {
-        if self.layout() == Some(layout) {
-            self.blocks.pop()
-        } else {
-            None
+        if self.layout() != Some(layout) {
+            return None;
         }
+        let block = self.blocks.pop();
+        if let Some(next) = self.blocks.last() {
+            let start = next.ptr.as_ptr().cast_const();
+            prefetch::for_write(start);
+            prefetch::for_write(start.wrapping_add(next.layout.size() - 1));
+        }
+        block
     }
 
     /// Moves `other`'s blocks here, as [`keep`](Self::keep) would one by one, leaving `other`
