@@ -27,6 +27,13 @@
 #![warn(rust_2018_idioms)]
 
 pub mod collections;
+// Used by `claim_fence` (Linux) and `prefetch` (x86-64), neither of which is compiled under
+// loom or Miri.
+#[cfg_attr(
+    not(all(any(target_os = "linux", target_arch = "x86_64"), not(loom), not(miri))),
+    allow(dead_code)
+)]
+pub(crate) mod decided_once;
 pub mod executors;
 pub(crate) mod idle_spin;
 // Under loom the protocols lock through loom's types: only the plain locks use this one.

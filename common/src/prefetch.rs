@@ -77,22 +77,14 @@ pub(crate) fn for_write<T>(address: *const T) {
 
 #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
 mod x86_64 {
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use crate::decided_once::DecidedOnce;
 
-    const UNKNOWN: u8 = 0;
-    const ABSENT: u8 = 1;
-    const PRESENT: u8 = 2;
-
-    /// Whether the CPU has `PREFETCHW`, read once (a race reads CPUID twice, to the same end).
-    static PREFETCHW: AtomicU8 = AtomicU8::new(UNKNOWN);
+    /// Whether the CPU has `PREFETCHW`, read once.
+    static PREFETCHW: DecidedOnce = DecidedOnce::new();
 
     #[inline]
     pub(super) fn has_prefetchw() -> bool {
-        match PREFETCHW.load(Ordering::Relaxed) {
-            PRESENT => true,
-            ABSENT => false,
-            _ => detect(),
-        }
+        PREFETCHW.get(detect)
     }
 
     #[cold]
@@ -104,12 +96,10 @@ mod x86_64 {
         // SAFETY: CPUID exists on every x86-64 CPU; leaf 0x8000_0000 (the highest extended
         // leaf) is defined on all of them, and the feature leaf is read only if it exists.
         #[allow(unused_unsafe, unsafe_code)]
-        let present = unsafe {
+        unsafe {
             std::arch::x86_64::__cpuid(0x8000_0000).eax >= EXTENDED_FEATURES
                 && std::arch::x86_64::__cpuid(EXTENDED_FEATURES).ecx & PRFCHW != 0
-        };
-        PREFETCHW.store(if present { PRESENT } else { ABSENT }, Ordering::Relaxed);
-        present
+        }
     }
 }
 

@@ -54,29 +54,21 @@ pub(crate) fn is_asymmetric() -> bool {
 
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
 mod membarrier {
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use crate::decided_once::DecidedOnce;
 
     // From <linux/membarrier.h>.
     const CMD_QUERY: libc::c_long = 0;
     const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
     const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-    const UNKNOWN: u8 = 0;
-    const YES: u8 = 1;
-    const NO: u8 = 2;
-
-    /// The mode, decided once (`UNKNOWN` until then).
-    static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
+    /// The mode, decided once.
+    static MODE: DecidedOnce = DecidedOnce::new();
 
     /// Whether the process is registered for private expedited barriers (registering it the
     /// first time this is asked).
     #[inline]
     pub(super) fn available() -> bool {
-        match MODE.load(Ordering::Acquire) {
-            YES => true,
-            NO => false,
-            _ => decide(),
-        }
+        MODE.get(decide)
     }
 
     #[cold]
@@ -88,7 +80,6 @@ mod membarrier {
         let yes = commands >= 0
             && commands & needed == needed
             && call(CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-        MODE.store(if yes { YES } else { NO }, Ordering::Release);
         if !yes {
             tracing::debug!("membarrier(2) unavailable: executor claims use a full fence per task");
         }
