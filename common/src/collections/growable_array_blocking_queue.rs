@@ -137,8 +137,6 @@ const BLOCK_CAP: usize = 127;
 #[cfg(loom)]
 const BLOCK_CAP: usize = 2;
 const LAP: usize = BLOCK_CAP + 1;
-/// How far past the slot it writes a `put` prefetches for the next puts (`prefetch.rs`).
-const PREFETCH_AHEAD: usize = 128;
 /// Tail index bits below the position.
 const TERMINATED: usize = 1;
 const WAITING: usize = 2;
@@ -324,7 +322,7 @@ impl<T> GrowableArrayBlockingQueue<T> {
                         prefetch::for_write(
                             std::ptr::from_ref(slot)
                                 .cast::<u8>()
-                                .wrapping_add(PREFETCH_AHEAD),
+                                .wrapping_add(prefetch::AHEAD),
                         );
                         slot.value.with_mut(|value| (*value).write(item));
                         slot.written.store(true, Ordering::Release);

@@ -12,10 +12,6 @@ use std::collections::VecDeque;
 /// The smallest capacity [`Ring::trim`] shrinks to, and the default capacity (Pulsar's 64).
 pub(crate) const MIN_TRIM_CAPACITY: usize = 64;
 
-/// How far past the tail [`Ring::push_back`] prefetches: two cache lines (four of the
-/// executor's 32-byte task slots), which measured a little better than one (`prefetch.rs`).
-const PREFETCH_AHEAD: usize = 128;
-
 /// A growable FIFO ring buffer whose capacity is a power of two (or zero once released).
 #[derive(Debug, Clone)]
 pub(crate) struct Ring<T> {
@@ -38,7 +34,7 @@ impl<T> Ring<T> {
     }
 
     /// Appends at the tail, doubling the storage first when it is full; then prefetches, for
-    /// a store, the line [`PREFETCH_AHEAD`] bytes past the new tail (`prefetch.rs`: the next
+    /// a store, the line [`prefetch::AHEAD`] bytes past the new tail (`prefetch.rs`: the next
     /// pushes then find their slots' lines owned instead of in the consumer's cache).
     #[inline]
     pub(crate) fn push_back(&mut self, item: T) {
@@ -53,7 +49,7 @@ impl<T> Ring<T> {
             .end;
         // Near the end of the storage this points past it (the ring wraps to its start): a
         // prefetch there is a wasted hint, no access.
-        prefetch::for_write(tail.cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+        prefetch::for_write(tail.cast::<u8>().wrapping_add(prefetch::AHEAD));
     }
 
     /// Appends `items`, in order, growing the storage at most once (to the power of two that

@@ -7,7 +7,7 @@
 //! three locked read-modify-writes on the entry beside the state's: the handle's clone, the
 //! wheel's release when cancel unlinks it, and the handle's release. Here:
 //!
-//! - an entry is made with both references ([`TimerRef::pair`]): no increment;
+//! - an entry is made with both references ([`TimerRef::pair_in`]): no increment;
 //! - a cancel that unlinks the entry from the wheel lets go of the wheel's reference in the
 //!   same compare-and-swap that makes it `CANCELLED` ([`TimerRef::cancel_unlinked`]);
 //! - a reference that finds itself the only one left (a plain load) frees the entry without
