@@ -507,6 +507,14 @@ fn in_order_emission_holds_while_process_waits_at_max_pending() {
 #[test]
 fn with_ordering_off_results_are_emitted_in_completion_order() {
     const RECORDS: u32 = 1_000;
+    // One record more than the test completes in shuffled order. The futures are first
+    // polled one at a time, in the order they were spawned, on the instance's one executor
+    // thread; so once the last record's first poll has announced itself, every earlier
+    // record's first poll has returned. A completion that raced a first poll still running (a
+    // busy CPU can hold the worker between the announcement and the poll's return) would be
+    // polled again only after the results completed meanwhile; the last record is completed
+    // last, so no completion can come after it.
+    const LAST: u32 = RECORDS;
     let (completers_tx, completers) = mpsc::channel();
     let (polled_tx, polled) = mpsc::channel();
     let (results_tx, results) = mpsc::channel();
@@ -533,22 +541,25 @@ fn with_ordering_off_results_are_emitted_in_completion_order() {
         },
         forward(results_tx),
     )
-    .max_pending(RECORDS as usize)
+    .max_pending(RECORDS as usize + 1)
     .preserve_order(false)
     .build();
-    for n in 0..RECORDS {
+    for n in 0..=LAST {
         instance.process(n).unwrap();
     }
-    for _ in 0..RECORDS {
+    for _ in 0..=LAST {
         polled.recv_timeout(LONG).unwrap();
     }
     let mut pending: Vec<(u32, ResultCompleter<u32>)> = completers.try_iter().collect();
+    let last = pending.iter().position(|(n, _)| *n == LAST).unwrap();
+    let last = pending.remove(last);
     XorShift::new(7).shuffle(&mut pending);
+    pending.push(last);
     let completion_order: Vec<u32> = pending.iter().map(|(n, _)| *n).collect();
     for (n, completer) in pending {
         completer.complete(Ok(n));
     }
-    let emitted: Vec<u32> = (0..RECORDS)
+    let emitted: Vec<u32> = (0..=LAST)
         .map(|_| results.recv_timeout(LONG).unwrap().0)
         .collect();
     assert_eq!(emitted, completion_order);
