@@ -47,7 +47,8 @@
 //! # Where it runs
 //!
 //! x86-64 CPUs that report `PRFCHW` (CPUID leaf `0x8000_0001`, ECX bit 8; Linux shows it as
-//! `3dnowprefetch`): AMD since the K6-2, Intel since Broadwell. Elsewhere, under Miri and
+//! `3dnowprefetch`; by the vendors' documentation, AMD since the K6-2 and Intel since Broadwell:
+//! only this Intel Xeon host was measured). Elsewhere, under Miri and
 //! under loom, [`for_write`] does nothing. The first call reads CPUID; later ones load one
 //! cached byte.
 
