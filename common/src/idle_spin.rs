@@ -110,7 +110,9 @@
 //! ours ÷ the fastest peer (median), without and with the yields: K=16 S=1 1.01x / 0.96x ->
 //! 0.80x / 0.77x, K=256 S=1 0.63x / 0.70x -> 0.52x / 0.58x, K=16 S=2 1.15x / 1.58x -> 0.87x /
 //! 1.23x; the consumer's receive beside two hogs 3,055 -> 1,705 ns per round trip; the quiet
-//! rows within noise.
+//! rows within noise. But a yield that hands the core to a CPU hog for its slice is worse than
+//! a park: one that takes [`SLOW_YIELD`] ends the wait's yields and turns them off for a while
+//! ("Yields that lose a time slice", below).
 //!
 //! Yields are spent only while they win, as short spins are: after [`YIELD_LOSSES`] cold waits
 //! in a row whose yields all found nothing, a cold worker parks without yielding until its next
@@ -123,7 +125,8 @@
 //! (hand-off, queue, consumer) stayed within their round-to-round spread in 12 alternated
 //! processes of each build, as they did for the back-off.
 //!
-//! **Yields beside a CPU hog (2026-12-03): diagnosed, not fixed.** A yield wins when the
+//! **Yields beside a CPU hog (2026-12-03): diagnosed; fixed for this file's yields on
+//! 2026-12-06, see "Yields that lose a time slice" below.** A yield wins when the
 //! thread queued on the yielder's core is the one it waits for, and loses heavily when it is a
 //! CPU hog. On the AMD EPYC host (Linux 6.18) a throwaway C probe pinned a thread that works
 //! 50 us between yields to one core with a CPU-burning thread: that thread got 3.7% of the core
@@ -193,6 +196,41 @@
 //! variant left untried. On this host the default placement meets every oversubscribed target
 //! with the yields (K=16 S=8, the widest, ranged 0.20x-13.26x).
 //!
+//! **Yields that lose a time slice (2026-12-06, Intel Xeon host, 2 vCPUs).** The consumer's
+//! dispatch beside two CPU burners (`consumer_dispatch`, oversubscribed: a feeder, the
+//! internal executor and one or two listener executors, so three or four busy threads of ours
+//! and two hogs on two cores) measured ours from 0.4x to 11x std_mpsc's time per message from
+//! round to round, at about the same CPU per message (~150 ns) whatever the wall time. A
+//! throwaway probe (the Key_Shared consumer, fed in bursts of 2,000 messages, each thread's
+//! `/proc` schedstat and system calls counted over 2 s) showed why: each of our three executor
+//! threads made ~700 yields a second and no futex call, was runnable all the time and ran for
+//! 20-33 ms of each second, a tenth of a fair share. Each yield handed a hog its slice (the
+//! C probe above), and when the yielder got its core back, work had piled up meanwhile: the
+//! look after the yield saw it, so the yields counted as wins and never stopped, and no wait
+//! ever reached the park, whose wake-up can preempt a hog (a yielder waits behind it).
+//!
+//! So a yield that takes [`SLOW_YIELD`] or more (the spins' [`PREEMPTED_GAP`]; each yield is
+//! timed, one clock read per yield) ends its wait's yields, so the thread parks, and turns the
+//! thread's yields off for [`YIELDS_OFF_AFTER_SLOW`]; work seen after it is no win of the
+//! yields. This differs from the gate measured above on 2026-12-03 in two ways: it leaves the
+//! park lock's yields alone, and it gates at 200 us instead of 1 ms. In alternated processes of
+//! each build (base / this), medians of the per-round ratios:
+//!
+//! - `consumer_dispatch`, 4 x 3, ours ÷ std_mpsc: Key_Shared oversubscribed 1.59x (0.86x-6.95x)
+//!   -> 0.33x (0.26x-0.49x), Shared oversubscribed 0.86x (0.51x-10.96x) -> 0.55x
+//!   (0.37x-0.80x); the quiet rows unchanged (Key_Shared 0.28x / 0.28x, Shared 0.74x /
+//!   0.74x).
+//! - The oversubscribed hand-off rows, 2 x 3 (a throwaway build with both policies behind an
+//!   environment switch), ours ÷ the fastest peer: K=16 S=1 0.76x / 0.76x, S=2 0.81x / 0.77x,
+//!   K=256 S=1 0.47x / 0.47x, S=2 0.45x / 0.46x, S=8 0.31x / 0.38x; K=16 S=8, the widest row,
+//!   0.75x / 1.85x there (0.17x-12.58x / 0.20x-8.06x), so again 5 x 3 on this code: 0.90x
+//!   (0.20x-21.28x) / 0.80x (0.49x-11.42x).
+//! - No yields at all in this file, measured beside it (the same switch, 4 x 3 of the
+//!   consumer, 2 x 3 of the hand-off): the consumer's rows about as well (Key_Shared
+//!   oversubscribed 0.33x, Shared 0.68x, against 0.28x and 0.54x with the gate), but the
+//!   hand-off lost (K=16 S=1 1.33x and K=256 S=1 0.79x against 0.76x and 0.47x): there the
+//!   yields win, as found before.
+//!
 //! The state is per worker thread (a thread-local: the thread that spins is the one whose
 //! luck it records), touched only on the idle path, never per task.
 //!
@@ -222,6 +260,11 @@ pub(crate) const COLD_YIELDS: u32 = 7;
 /// Cold waits in a row whose yields all found nothing, after which a cold worker stops
 /// yielding until its next probe, or until a spin or look of it sees work.
 pub(crate) const YIELD_LOSSES: u8 = 4;
+/// A yield that took this long handed the core to another busy thread for its time slice
+/// (see the module's notes, "Yields that lose a time slice").
+pub(crate) const SLOW_YIELD: Duration = PREEMPTED_GAP;
+/// How long a thread's yields stay off after one of them was slow.
+pub(crate) const YIELDS_OFF_AFTER_SLOW: Duration = Duration::from_millis(100);
 /// Short spins in a row that may run out before a cold worker stops spinning until its next
 /// probe.
 pub(crate) const SHORT_LOSSES: u8 = 4;
@@ -299,6 +342,8 @@ pub(crate) struct IdleSpin {
     /// When the last spin gave up without seeing work (the caller then parks), until the
     /// caller reports the wake-up ([`note_woken`]) or the next spin starts.
     gave_up: Option<Instant>,
+    /// Yields are off until then: one of this thread's yields took [`SLOW_YIELD`] or more.
+    yields_off_until: Option<Instant>,
 }
 
 std::thread_local! {
@@ -326,27 +371,23 @@ pub(crate) fn spin_for_work(
         let mut spin = current.get();
         let found = spin.spin(cap, Instant::now, &mut ready);
         current.set(spin);
-        (
-            found,
-            if may_yield {
-                spin.yields_before_park()
-            } else {
-                0
-            },
-        )
+        // A spin that saw nothing gave up at its last reading of the clock.
+        let yields = match spin.gave_up {
+            Some(gave_up) if may_yield => Some((spin.yields_before_park(gave_up), gave_up)),
+            _ => None,
+        };
+        (found, yields)
     });
-    if found {
-        return true;
-    }
-    let seen = yield_for_work(yields, std::thread::yield_now, ready);
-    if yields > 0 {
-        CURRENT.with(|current| {
-            let mut spin = current.get();
-            spin.record_yields(seen);
-            current.set(spin);
-        });
-    }
-    seen
+    let Some((yields @ 1.., gave_up)) = yields else {
+        return found;
+    };
+    let outcome = yield_for_work(yields, gave_up, Instant::now, std::thread::yield_now, ready);
+    CURRENT.with(|current| {
+        let mut spin = current.get();
+        spin.record_yields(outcome);
+        current.set(spin);
+    });
+    outcome.seen
 }
 
 /// Reports that the calling thread woke up from the park that followed its last
@@ -366,17 +407,41 @@ pub(crate) fn note_woken() {
     });
 }
 
-/// Yields (through `yield_now`) up to `yields` times, looking at `ready` after each; whether
-/// it was seen.
+/// How one wait's yields ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct YieldsOutcome {
+    /// Whether a look after a yield saw work.
+    pub(crate) seen: bool,
+    /// When the yield that took [`SLOW_YIELD`] or more returned (the wait's last yield).
+    pub(crate) slow_at: Option<Instant>,
+}
+
+/// Yields (through `yield_now`) up to `yields` times, looking at `ready` after each, and stops
+/// at the first look that sees work or after the first yield that took [`SLOW_YIELD`] or more
+/// (timed with `clock`, from `start` for the first: the caller's last reading, taken just
+/// before).
 fn yield_for_work(
     yields: u32,
+    start: Instant,
+    mut clock: impl FnMut() -> Instant,
     mut yield_now: impl FnMut(),
     mut ready: impl FnMut() -> bool,
-) -> bool {
-    (0..yields).any(|_| {
+) -> YieldsOutcome {
+    let mut last = start;
+    for _ in 0..yields {
         yield_now();
-        ready()
-    })
+        let now = clock();
+        let slow_at = (now.saturating_duration_since(last) >= SLOW_YIELD).then_some(now);
+        last = now;
+        let seen = ready();
+        if seen || slow_at.is_some() {
+            return YieldsOutcome { seen, slow_at };
+        }
+    }
+    YieldsOutcome {
+        seen: false,
+        slow_at: None,
+    }
 }
 
 /// Whether this process may run on one CPU only (read once, then cached): there a spin can
@@ -397,6 +462,7 @@ impl IdleSpin {
             short_losses: 0,
             short_waits: PROBE_STREAK,
             gave_up: None,
+            yields_off_until: None,
         }
     }
 
@@ -511,24 +577,32 @@ impl IdleSpin {
     /// Yields before parking after a spin that saw nothing: [`COLD_YIELDS`] when cold (the
     /// spins have been losing: the machine is busier than its cores) unless the last
     /// [`YIELD_LOSSES`] waits' yields all found nothing; none while warm.
-    pub(crate) fn yields_before_park(&self) -> u32 {
-        if self.score == 0 && self.yield_losses < YIELD_LOSSES {
+    pub(crate) fn yields_before_park(&self, now: Instant) -> u32 {
+        let off = self.yields_off_until.is_some_and(|until| now < until);
+        if self.score == 0 && self.yield_losses < YIELD_LOSSES && !off {
             COLD_YIELDS
         } else {
             0
         }
     }
 
-    /// Records whether the yields of a wait ([`yields_before_park`](Self::yields_before_park)
-    /// of them) found work: work seen after a yield is work seen while waiting, so it also
-    /// brings the probes back to their first pace.
-    pub(crate) fn record_yields(&mut self, seen: bool) {
-        if seen {
-            self.yield_losses = 0;
-            self.lost_probes = 0;
-            self.note_short_wait();
-        } else {
-            self.yield_losses = self.yield_losses.saturating_add(1);
+    /// Records how the yields of a wait ([`yields_before_park`](Self::yields_before_park) of
+    /// them) ended. Work seen after a fast yield is work seen while waiting, so it also brings
+    /// the probes back to their first pace. A slow yield turns the yields off for
+    /// [`YIELDS_OFF_AFTER_SLOW`]; work seen after it is no win of the yields (the wait lasted
+    /// another thread's time slice), nor a loss.
+    pub(crate) fn record_yields(&mut self, outcome: YieldsOutcome) {
+        if let Some(slow_at) = outcome.slow_at {
+            self.yields_off_until = Some(slow_at + YIELDS_OFF_AFTER_SLOW);
+        }
+        match (outcome.seen, outcome.slow_at) {
+            (true, None) => {
+                self.yield_losses = 0;
+                self.lost_probes = 0;
+                self.note_short_wait();
+            }
+            (true, Some(_)) => {}
+            (false, _) => self.yield_losses = self.yield_losses.saturating_add(1),
         }
     }
 
@@ -587,6 +661,17 @@ impl Default for IdleSpin {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Yields that found nothing, none of them slow.
+    const NOTHING: YieldsOutcome = YieldsOutcome {
+        seen: false,
+        slow_at: None,
+    };
+    /// Yields that saw work, none of them slow.
+    const SEEN: YieldsOutcome = YieldsOutcome {
+        seen: true,
+        slow_at: None,
+    };
 
     /// A fake clock: each read advances it by `step`, plus `jump` once at read `jump_at`.
     struct FakeClock {
@@ -757,8 +842,8 @@ mod tests {
             assert!(spin.is_cold());
             if short != SpinOutcome::Work {
                 // As `spin_for_work`: the yields (finding nothing), then the park.
-                if spin.yields_before_park() > 0 {
-                    spin.record_yields(false);
+                if spin.yields_before_park(now) > 0 {
+                    spin.record_yields(NOTHING);
                 }
                 park(spin, now, parked);
             }
@@ -859,14 +944,14 @@ mod tests {
             SpinPlan::Short(Duration::ZERO),
             "between two probe times, short spins stay stopped: look once, then park"
         );
-        assert_eq!(spin.yields_before_park(), 0, "and yields too");
+        assert_eq!(spin.yields_before_park(start), 0, "and yields too");
         let next = skipped + MAX_PROBE_EVERY;
         assert_eq!(
             spin.plan(next, MAX_SPIN),
             SpinPlan::Short(Duration::ZERO),
             "a skipped probe: still only a look"
         );
-        assert_eq!(spin.yields_before_park(), 0, "and still no yields");
+        assert_eq!(spin.yields_before_park(start), 0, "and still no yields");
         // A look that sees work brings the short spins and yields back.
         let mut saw_work = spin;
         saw_work.record(SpinPlan::Short(Duration::ZERO), SpinOutcome::Work);
@@ -874,7 +959,7 @@ mod tests {
             saw_work.plan(next + us(1), MAX_SPIN),
             SpinPlan::Short(SHORT_SPIN)
         );
-        assert_eq!(saw_work.yields_before_park(), COLD_YIELDS);
+        assert_eq!(saw_work.yields_before_park(start), COLD_YIELDS);
         // Parks shorter than SHORT_PARK: PROBE_STREAK of them in a row, and the next probe
         // time brings a probe. A long park in between starts the count over.
         for _ in 1..PROBE_STREAK {
@@ -1117,13 +1202,13 @@ mod tests {
     fn only_a_cold_worker_yields_before_it_parks() {
         let start = Instant::now();
         let mut spin = IdleSpin::new();
-        assert_eq!(spin.yields_before_park(), 0, "a fresh worker is warm");
+        assert_eq!(spin.yields_before_park(start), 0, "a fresh worker is warm");
         chill(&mut spin, start);
-        assert_eq!(spin.yields_before_park(), COLD_YIELDS);
+        assert_eq!(spin.yields_before_park(start), COLD_YIELDS);
         // A probe that wins warms it up again: no yields.
         let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
         spin.record(probe, SpinOutcome::Work);
-        assert_eq!(spin.yields_before_park(), 0);
+        assert_eq!(spin.yields_before_park(start), 0);
     }
 
     #[test]
@@ -1131,67 +1216,139 @@ mod tests {
         let start = Instant::now();
         let mut spin = cold_after_a_lost_probe(start);
         for _ in 0..YIELD_LOSSES {
-            assert_eq!(spin.yields_before_park(), COLD_YIELDS);
-            spin.record_yields(false);
+            assert_eq!(spin.yields_before_park(start), COLD_YIELDS);
+            spin.record_yields(NOTHING);
         }
-        assert_eq!(spin.yields_before_park(), 0, "stopped");
+        assert_eq!(spin.yields_before_park(start), 0, "stopped");
         // A short spin that sees work restarts them.
         let short = spin.plan(start + us(1), MAX_SPIN);
         assert!(matches!(short, SpinPlan::Short(_)));
         spin.record(short, SpinOutcome::Work);
-        assert_eq!(spin.yields_before_park(), COLD_YIELDS);
+        assert_eq!(spin.yields_before_park(start), COLD_YIELDS);
         // Yields that find work reset the count, and the probes' pace.
         for _ in 1..YIELD_LOSSES {
-            spin.record_yields(false);
+            spin.record_yields(NOTHING);
         }
         let mut slow = backed_off(start);
         assert!(matches!(
             slow.plan(start + ms(400), MAX_SPIN),
             SpinPlan::Short(_)
         ));
-        slow.record_yields(true);
+        slow.record_yields(SEEN);
         assert!(matches!(
             slow.plan(start + ms(400), MAX_SPIN),
             SpinPlan::Full(_)
         ));
-        spin.record_yields(true);
+        spin.record_yields(SEEN);
         for _ in 1..YIELD_LOSSES {
-            spin.record_yields(false);
+            spin.record_yields(NOTHING);
         }
         assert_eq!(
-            spin.yields_before_park(),
+            spin.yields_before_park(start),
             COLD_YIELDS,
             "counted from the win"
         );
-        spin.record_yields(false);
-        assert_eq!(spin.yields_before_park(), 0);
+        spin.record_yields(NOTHING);
+        assert_eq!(spin.yields_before_park(start), 0);
         // The next probe restarts them, whatever it finds.
         busy_again(&mut spin, start + us(2));
         let probe = spin.plan(start + PROBE_EVERY, MAX_SPIN);
         assert!(matches!(probe, SpinPlan::Full(_)));
         spin.record(probe, SpinOutcome::Exhausted);
         assert!(spin.is_cold());
-        assert_eq!(spin.yields_before_park(), COLD_YIELDS);
+        assert_eq!(spin.yields_before_park(start), COLD_YIELDS);
     }
 
     #[test]
     fn yields_stop_at_the_first_look_that_sees_work_and_never_exceed_the_count() {
+        let start = Instant::now();
+        let mut clock = FakeClock::new(start + us(1), us(1));
         let mut yields = 0;
-        assert!(yield_for_work(
+        let outcome = yield_for_work(
             COLD_YIELDS,
+            start,
+            || clock.read(),
             || yields += 1,
-            ready_after(Some(2))
-        ));
+            ready_after(Some(2)),
+        );
+        assert_eq!(outcome, SEEN);
         assert_eq!(yields, 3, "work seen at the third look");
+        assert_eq!(clock.reads, 3, "one clock read per yield");
+        let mut clock = FakeClock::new(start + us(1), us(1));
         let mut yields = 0;
-        assert!(!yield_for_work(
+        let outcome = yield_for_work(
             COLD_YIELDS,
+            start,
+            || clock.read(),
             || yields += 1,
-            ready_after(None)
-        ));
+            ready_after(None),
+        );
+        assert_eq!(outcome, NOTHING);
         assert_eq!(yields, COLD_YIELDS);
         let mut yields = 0;
-        assert!(!yield_for_work(0, || yields += 1, ready_after(Some(0))));
+        let outcome = yield_for_work(
+            0,
+            start,
+            || panic!("no yield, no clock read"),
+            || yields += 1,
+            ready_after(Some(0)),
+        );
+        assert_eq!(outcome, NOTHING);
         assert_eq!(yields, 0, "a warm worker does not yield");
+    }
+
+    /// The yields of one wait after a spin that gave up at `start`, the third yield taking
+    /// `third` (the others 1 us); the outcome and how many yields were made.
+    fn yields_with_third_taking(
+        start: Instant,
+        third: Duration,
+        ready: impl FnMut() -> bool,
+    ) -> (YieldsOutcome, u32) {
+        let mut clock = FakeClock::new(start + us(1), us(1));
+        clock.jump_at = Some((2, third - us(1)));
+        let mut yields = 0;
+        let outcome = yield_for_work(COLD_YIELDS, start, || clock.read(), || yields += 1, ready);
+        (outcome, yields)
+    }
+
+    #[test]
+    fn a_yield_that_loses_a_time_slice_turns_the_yields_off_for_a_while() {
+        let start = Instant::now();
+        // The third yield hands the core to a CPU hog for its slice: the wait parks after it.
+        let (outcome, yields) = yields_with_third_taking(start, SLOW_YIELD, ready_after(None));
+        assert_eq!(yields, 3, "no yield after the slow one");
+        let slow_at = start + us(2) + SLOW_YIELD;
+        assert_eq!(
+            outcome,
+            YieldsOutcome {
+                seen: false,
+                slow_at: Some(slow_at)
+            }
+        );
+        let mut spin = cold_after_a_lost_probe(start);
+        spin.record_yields(outcome);
+        let back_on = slow_at + YIELDS_OFF_AFTER_SLOW;
+        assert_eq!(spin.yields_before_park(back_on - us(1)), 0, "off");
+        assert_eq!(spin.yields_before_park(back_on), COLD_YIELDS, "on again");
+        // Work seen after a slow yield is reported, and is no win of the yields: they stay off.
+        let (outcome, yields) = yields_with_third_taking(start, SLOW_YIELD, ready_after(Some(2)));
+        assert_eq!((outcome.seen, yields), (true, 3));
+        assert_eq!(outcome.slow_at, Some(slow_at));
+        let mut spin = cold_after_a_lost_probe(start);
+        let before = spin;
+        spin.record_yields(outcome);
+        assert_eq!(spin.yields_before_park(slow_at), 0);
+        assert_eq!(
+            (spin.yield_losses, spin.short_waits, spin.lost_probes),
+            (before.yield_losses, before.short_waits, before.lost_probes),
+            "neither a win nor a loss"
+        );
+        // A yield just under SLOW_YIELD is a fast one: the wait goes on, the yields stay on.
+        let (outcome, yields) =
+            yields_with_third_taking(start, SLOW_YIELD - us(1), ready_after(None));
+        assert_eq!((outcome, yields), (NOTHING, COLD_YIELDS));
+        let mut spin = cold_after_a_lost_probe(start);
+        spin.record_yields(outcome);
+        assert_eq!(spin.yields_before_park(start + SLOW_YIELD), COLD_YIELDS);
     }
 }
