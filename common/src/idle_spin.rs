@@ -218,7 +218,11 @@
 //! thread's yields off for [`YIELDS_OFF_AFTER_SLOW`]; work seen after it is no win of the
 //! yields. This differs from the gate measured above on 2026-12-03 in two ways: it leaves the
 //! park lock's yields alone, and it gates at 200 us instead of 1 ms. In alternated processes of
-//! each build (base / this), medians of the per-round ratios:
+//! each build (base / this), medians of the per-round ratios; the consumer and K=16 S=8 figures
+//! come from a first build of the rule that also read the clock after every spin that saw
+//! work, an extra `Instant::now` the quiet consumer-receive ping-pong showed (490 -> 589 ns per
+//! round trip) and that was removed (the same ping-pong, 6 x 3: 501 -> 484 ns; beside two hogs
+//! 1,237 -> 1,337, within its 1,006-1,617 spread):
 //!
 //! - `consumer_dispatch`, 4 x 3, ours ÷ std_mpsc: Key_Shared oversubscribed 1.59x (0.86x-6.95x)
 //!   -> 0.33x (0.26x-0.49x), Shared oversubscribed 0.86x (0.51x-10.96x) -> 0.55x
@@ -227,8 +231,11 @@
 //! - The oversubscribed hand-off rows, 2 x 3 (a throwaway build with both policies behind an
 //!   environment switch), ours ÷ the fastest peer: K=16 S=1 0.76x / 0.76x, S=2 0.81x / 0.77x,
 //!   K=256 S=1 0.47x / 0.47x, S=2 0.45x / 0.46x, S=8 0.31x / 0.38x; K=16 S=8, the widest row,
-//!   0.75x / 1.85x there (0.17x-12.58x / 0.20x-8.06x), so again 5 x 3 on this code: 0.90x
-//!   (0.20x-21.28x) / 0.80x (0.49x-11.42x).
+//!   0.75x / 1.85x there (0.17x-12.58x / 0.20x-8.06x), so again 5 x 3 on the first build:
+//!   0.90x (0.20x-21.28x) / 0.80x (0.49x-11.42x).
+//! - Work seen after a slow yield counting as a long park (the last refinement), 3 x 3, before
+//!   / after: consumer oversubscribed Key_Shared 0.38x / 0.37x, Shared 0.63x / 0.52x; hand-off
+//!   oversubscribed K=16 S=1 0.72x / 0.71x, K=256 S=1 0.46x / 0.47x, S=2 0.45x / 0.48x.
 //! - No yields at all in this file, measured beside it (the same switch, 4 x 3 of the
 //!   consumer, 2 x 3 of the hand-off): the consumer's rows about as well (Key_Shared
 //!   oversubscribed 0.33x, Shared 0.68x, against 0.28x and 0.54x with the gate), but the
