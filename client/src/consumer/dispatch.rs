@@ -182,14 +182,18 @@ impl ConsumerShared {
 
     /// A listener job: hands the oldest message of `lane` to the listener.
     pub(crate) fn deliver_one_to_listener(&self, consumer: &Consumer, lane: usize) {
-        let Some(message) = self.lanes[lane].pop() else {
-            return; // taken by `close`
-        };
         let Some(listener) = &self.listener else {
             unreachable!("lanes exist only with a listener");
         };
+        let lane = &self.lanes[lane];
+        // The message is taken inside the closure, so that it goes from the lane straight to
+        // the listener's argument: captured by the closure, it was copied twice more through
+        // the stack, the second copy stalling on the first (misaligned stores read back
+        // across their boundaries).
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            listener.received(consumer, message);
+            if let Some(message) = lane.pop() {
+                listener.received(consumer, message);
+            } // else taken by `close`
         }));
         if let Err(payload) = outcome {
             self.listener_panics.fetch_add(1, Ordering::Relaxed);
