@@ -50,12 +50,13 @@
 //! message it counted in the receive queue (a read-modify-write of the tail, as `drain_to`
 //! starts with) and let the jobs take their messages from the queue themselves: the router
 //! would never touch a message, which now crosses from the feeder's core to the router's and
-//! is copied into the lane. Built with loom models of both paths and measured on the quiet
-//! `consumer_dispatch` rows (4 alternated processes x 3 rounds, Intel Xeon host, 2 vCPUs),
+//! is copied into the lane. Built (loom models of both paths were written, but not run once
+//! the measurement ruled it out) and measured on the quiet `consumer_dispatch` rows (4 alternated processes x 3 rounds, Intel Xeon host, 2 vCPUs),
 //! Shared got slower with our executors, 94.8 -> 103.4 ns per message (CPU 141 -> 181 ns),
 //! and 95.8 -> 106.9 (CPU 139 -> 153) with jobs that take the queue's lock at once instead of
 //! reading its tail first; the same consumer on `std_mpsc` executors got faster, 174 -> 133
-//! ns. The listener thread then takes each message right behind the feeder, slot by slot,
+//! ns. Presumably (not traced) the listener thread then takes each message right behind the
+//! feeder, slot by slot,
 //! where the router takes what was reserved when it looked (`drain_to`'s design note: chasing
 //! the producers reads each slot while its line is still being written), and the router's
 //! passes, which no longer have work per message, each read the tail line the feeder writes.

@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// buffers capped or not; small batches copied into the newest buffer; every buffer a whole
 /// batch; the front batch beside the lock), 4-5 alternated processes x 3 rounds each (Intel
 /// Xeon host, 2 vCPUs). Ours moved from -23% to +2% ns/msg from build to build, within the
-/// row's spread, while the same consumer on the `std_mpsc` executors became 12-17% slower
+/// row's spread, while the same consumer on the `std_mpsc` executors became 12-19% slower
 /// in every A/B, alone in its process too (glibc's `malloc` and `free` of their boxed jobs
 /// took more of the profile); a cap on the kept buffers made ours allocate again.
 pub(crate) struct Lane {
