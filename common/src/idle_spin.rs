@@ -401,6 +401,12 @@ pub(crate) fn spin_for_work(
     outcome.seen
 }
 
+/// Whether the calling thread's spin has been winning (its score is positive): false under
+/// loom and Miri, on a single CPU, and for a cold thread (more busy threads than cores).
+pub(crate) fn is_warm() -> bool {
+    SPIN_ENABLED && !single_cpu() && CURRENT.with(|c| c.get().score > 0)
+}
+
 /// Reports that the calling thread woke up from the park that followed its last
 /// [`spin_for_work`] (call it right after the park returns): short parks, in a row, are what
 /// let a cold worker probe again ([`IdleSpin::woken_at`]). Reads the clock only after a spin

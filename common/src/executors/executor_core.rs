@@ -87,6 +87,13 @@ impl<L> Producers<L> {
             std::sync::atomic::Ordering::Release,
         );
     }
+
+    /// Tasks accepted so far, read without the lock (a gathering worker's look at the
+    /// stream: it pulls the producers' line, so it is read sparingly).
+    #[inline]
+    pub(crate) fn submitted_hint(&self) -> u64 {
+        self.submitted.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl<L> Deref for Producers<L> {

@@ -29,6 +29,7 @@ mod executor_counters;
 mod executor_group;
 mod executor_handle;
 mod executor_stats;
+mod gathering;
 mod invoke_any;
 mod pulsar_executors;
 pub(crate) mod raw_task;

@@ -7,6 +7,7 @@ use crate::collections::ring::MIN_TRIM_CAPACITY;
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOWN, STOP};
 use crate::executors::executor_counters::BusySpan;
+use crate::executors::gathering::Gathering;
 use crate::executors::task_batch::Claim;
 use crate::idle_spin;
 use crate::sync::{Arc, Ordering};
@@ -32,9 +33,10 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         #[cfg(not(loom))]
         crate::park_lock::prepare_parking();
         let mut busy = BusySpan::begin();
+        let mut gathering = Gathering::new();
         loop {
             Self::run_batch(this);
-            if !Self::refill_batch(this, &mut busy) {
+            if !Self::refill_batch(this, &mut busy, &mut gathering) {
                 busy.end(&this.worker_counters);
                 return;
             }
@@ -85,7 +87,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// Fills the (empty) batch, waiting for work (or for `B`'s next deadline) if there is
     /// none. Returns `false` when the worker must exit. `busy` ends when the worker runs dry
     /// and resumes when it finds work again.
-    fn refill_batch(this: &Arc<Self>, busy: &mut BusySpan) -> bool {
+    fn refill_batch(this: &Arc<Self>, busy: &mut BusySpan, gathering: &mut Gathering) -> bool {
         let mut spun = false;
         let mut trimmed = false;
         let mut idle_since: Option<Instant> = None;
@@ -96,13 +98,24 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             this.spin_for_work();
             spun = true;
         }
+        // Work queued again right after a small take: the producer may be mid-burst, and
+        // waiting a moment lets it push uncontended (`gathering.rs`).
+        if this.work_hint() && gathering.begins(idle_spin::is_warm) {
+            gathering.gather(
+                Instant::now,
+                || this.queue.submitted_hint(),
+                || this.lifecycle.run_state_hint() != RUNNING,
+            );
+        }
         loop {
             let mut queue = this.queue.lock();
             loop {
                 if queue.run >= STOP {
                     return false;
                 }
+                let queued = queue.ring.len();
                 if this.take_ready(&mut queue) {
+                    gathering.took(queued);
                     busy.resume();
                     return true;
                 }
