@@ -401,10 +401,11 @@ pub(crate) fn spin_for_work(
     outcome.seen
 }
 
-/// Whether the calling thread's spin has been winning (its score is positive): false under
-/// loom and Miri, on a single CPU, and for a cold thread (more busy threads than cores).
-pub(crate) fn is_warm() -> bool {
-    SPIN_ENABLED && !single_cpu() && CURRENT.with(|c| c.get().score > 0)
+/// Whether the calling thread's spin has been winning without a loss lately: its score is at
+/// [`MAX_SCORE`] (a spin that ran out takes [`LOSS`] from it, a preempted one all of it). False
+/// under loom and Miri and on a single CPU. A gathering worker needs it (`gathering.rs`).
+pub(crate) fn is_fully_warm() -> bool {
+    SPIN_ENABLED && !single_cpu() && CURRENT.with(|current| current.get().score == MAX_SCORE)
 }
 
 /// Reports that the calling thread woke up from the park that followed its last

@@ -100,7 +100,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
         // Work queued again right after a small take: the producer may be mid-burst, and
         // waiting a moment lets it push uncontended (`gathering.rs`).
-        if this.work_hint() && gathering.begins(idle_spin::is_warm) {
+        if this.work_hint() && gathering.begins(idle_spin::is_fully_warm) {
             gathering.gather(
                 Instant::now,
                 || this.queue.submitted_hint(),
