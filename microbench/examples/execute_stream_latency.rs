@@ -8,6 +8,7 @@
 //! ```
 //! (`0`: the ping-pong.)
 
+use microbench::paced;
 use pulsar_common::executors::PulsarExecutors;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,15 +18,7 @@ use std::time::{Duration, Instant};
 const TASKS: usize = 100_000;
 
 fn main() {
-    let spacings: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|arg| arg.parse().expect("a spacing in nanoseconds"))
-        .collect();
-    let spacings = if spacings.is_empty() {
-        vec![0, 100, 250, 500, 1_000, 2_000]
-    } else {
-        spacings
-    };
+    let spacings = paced::spacings_from_args(&[0, 100, 250, 500, 1_000, 2_000]);
     let executor = PulsarExecutors::new_single_thread_executor();
     executor.submit(|| ()).unwrap().join().unwrap();
     let origin = Instant::now();
@@ -36,9 +29,7 @@ fn main() {
         let mut next = Instant::now();
         for index in 0..TASKS {
             if spacing > 0 {
-                while Instant::now() < next {
-                    std::hint::spin_loop();
-                }
+                paced::spin_until(next);
                 next += Duration::from_nanos(spacing);
             }
             let (latencies, ran_by_task) = (Arc::clone(&latencies), Arc::clone(&ran));

@@ -7,6 +7,7 @@
 //! cargo run --release -p microbench --example zero_delay_stream_latency -- 250 500 1000 2000
 //! ```
 
+use microbench::paced;
 use pulsar_common::executors::{NamedThreadFactory, ScheduledExecutor};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,15 +16,7 @@ use std::time::{Duration, Instant};
 const TIMERS: usize = 50_000;
 
 fn main() {
-    let spacings: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|arg| arg.parse().expect("a spacing in nanoseconds"))
-        .collect();
-    let spacings = if spacings.is_empty() {
-        vec![250, 500, 1_000, 2_000, 4_000, 8_000]
-    } else {
-        spacings
-    };
+    let spacings = paced::spacings_from_args(&[250, 500, 1_000, 2_000, 4_000, 8_000]);
     let executor = ScheduledExecutor::new(NamedThreadFactory::new("zero-delay-latency"));
     // Start the worker before measuring.
     executor
@@ -35,9 +28,7 @@ fn main() {
         let latencies = Arc::new(Mutex::new(Vec::with_capacity(TIMERS)));
         let mut next = Instant::now();
         for _ in 0..TIMERS {
-            while Instant::now() < next {
-                std::hint::spin_loop();
-            }
+            paced::spin_until(next);
             next += Duration::from_nanos(spacing);
             let latencies = Arc::clone(&latencies);
             let armed = Instant::now();

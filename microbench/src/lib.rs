@@ -77,6 +77,7 @@ pub mod crew;
 pub mod executors;
 pub mod handoff;
 pub mod latch;
+pub mod paced;
 pub mod probe;
 pub mod progress;
 pub mod queues;
