@@ -8,7 +8,7 @@
 //! two tasks per acquisition of the queue lock: every take pulls the lock's cache line (the
 //! producers' line: lock word, ring, `submitted`) to the worker's core and every push pulls it
 //! back. Each transfer costs about a core-to-core latency (120-200 ns on the 2-vCPU hosts this
-//! was measured on), so the producer, which could push a task in ~30 ns, waits on the line
+//! was measured on), so the producer, whose uncontended push is far shorter (not measured here), waits on the line
 //! most of the time: perf of the hand-off bench's K=256, 2-submitter row put a tenth of all
 //! samples on the lock's contended paths and a third of the worker's in its spin.
 //!
@@ -23,7 +23,7 @@
 //! that was not part of a burst [`STEP`] of latency. Each one in a row doubles the number of
 //! later chances to gather that are skipped (up to [`MAX_SKIPPED`]); a gather that pays brings
 //! it back to none. So a ping-pong (one task in flight) or a paced stream (a task every 100 ns
-//! or more) pays one [`STEP`] per ~1,000 tasks, and a burst is gathered from its start.
+//! or more) pays, once the back-off is at its cap, one [`STEP`] per ~1,000 tasks, and a burst is gathered from its start.
 //!
 //! Only a fully warm worker gathers: its recent idle spins all won
 //! ([`crate::idle_spin::is_fully_warm`]). One whose spins have been losing runs beside more
