@@ -33,12 +33,20 @@ fn arm<J: TimerJob>(core: &Arc<ScheduledCore>, job: J) -> Option<ScheduledHandle
 
 /// As [`arm`], choosing the path: `due_now` false files the (due) timer in the wheel's levels,
 /// as a timer armed with a delay that has since passed is.
+///
+/// The deadline is the wheel's origin, not the clock: a model must take the same steps in
+/// every iteration, and a timer's place in the levels depends on its tick. Armed at
+/// `Instant::now()`, a timer armed more than 64 ticks (~65 us) after the core was made lands in
+/// level 1 and has to be cascaded before it fires, which takes more loom steps than a level-0
+/// timer; on a busy machine some iterations got there and loom aborted ("Reached unexpected
+/// exploration state", CI of 06ad54a). At the origin, the timer is at tick 0 of level 0 and due
+/// whenever the worker looks.
 fn arm_via<J: TimerJob>(
     core: &Arc<ScheduledCore>,
     job: J,
     due_now: bool,
 ) -> Option<ScheduledHandle<J::Output>> {
-    let deadline = Instant::now();
+    let deadline = core.between.origin();
     let (entry, share) = ScheduledCore::arm(core, deadline, due_now, job).ok()?;
     Some(ScheduledHandle::new(entry, share))
 }

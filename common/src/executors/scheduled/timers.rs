@@ -259,6 +259,13 @@ impl Timers {
         Some((now, Duration::from_nanos(overdue)))
     }
 
+    /// The timer wheel's origin: the loom models arm their timers at it, so that a timer's
+    /// tick (0) does not depend on how long an iteration took (see `loom_tests::arm_via`).
+    #[cfg(all(loom, test))]
+    pub(crate) fn origin(&self) -> Instant {
+        self.origin
+    }
+
     /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
     fn nanos_from_origin(&self, instant: Instant) -> u64 {
         let nanos = instant.saturating_duration_since(self.origin).as_nanos();
