@@ -52,8 +52,9 @@ use std::time::{Duration, Instant};
 
 /// A take of at most this many tasks, with more queued by the time the worker comes back, is
 /// the sign of a worker that keeps up with its producers a few tasks at a time. (16 until
-/// the evening of 2026-12-06; 64 measured faster with 8 submitters and no worse elsewhere,
-/// `README.md` beside this file has the figures.)
+/// the evening of 2026-12-06; 64 measured faster with 8 submitters and no worse on the other
+/// hand-off rows, quiet or beside CPU burners: `README.md` beside this file has the figures.
+/// The consumer and the latency of paced streams were not measured side by side with it.)
 pub(crate) const SMALL_TAKE: usize = 64;
 /// How often a gathering worker reads the producers' count.
 pub(crate) const STEP: Duration = Duration::from_nanos(400);
