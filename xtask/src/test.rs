@@ -146,7 +146,9 @@ pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
     // wheel's model with a few cases), then both executors' suites (the workers' claim protocol, shutdown_now's
     // hand-back, panics and drops in every place), submitted tasks' cancel and spawned
     // futures (their queue entries in task slots: run, dropped, handed back, downcast on
-    // rejection), groups and pooled buffer lists.
+    // rejection), groups, the recycler's guard (`Pooled`: returned on its own and other
+    // threads, detached, dropped while unwinding and during thread exit) and pooled buffer
+    // lists.
     ("pulsar-common", &["--lib"]),
     (
         "pulsar-common",
@@ -173,6 +175,8 @@ pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
             "executor_kinds",
             "--test",
             "pool_byte_buffer_list",
+            "--test",
+            "pool_recycler",
         ],
     ),
     // The blocking queue: its put error's `Sync` impl, and the queue under its own suite
