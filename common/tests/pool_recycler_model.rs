@@ -1,6 +1,8 @@
 //! `Recycler` against a model: random gets, returns (own thread and another), size changes
 //! and detaches never hand one object out twice, never pass a cap, and match the model's
-//! reuse order, the owner's one-object credit, and the counters exactly.
+//! reuse order, the owner's one-object credit, and the counters exactly; and every object
+//! made is dropped exactly once: when the pool refuses it, when its detached value goes, or
+//! when the recycler is gone.
 
 #![cfg(not(loom))]
 
@@ -9,15 +11,35 @@ mod support;
 use proptest::prelude::*;
 use pulsar_common::pool::{Pooled, Recycler};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 
-/// A pooled object: an identity, a size the test chooses, and a flag the reset hook clears.
+/// A pooled object: an identity, a size the test chooses, a flag the reset hook clears, and
+/// the log its drop writes its identity to.
 #[derive(Debug)]
 struct Item {
     id: u64,
     bytes: usize,
     dirty: bool,
+    drops: Arc<DropLog>,
+}
+
+/// The identities of the items dropped so far, in drop order.
+type DropLog = Mutex<Vec<u64>>;
+
+impl Drop for Item {
+    fn drop(&mut self) {
+        self.drops.lock().unwrap().push(self.id);
+    }
+}
+
+/// The identities in `log`, sorted; fails if one was dropped twice.
+fn dropped_once(log: &DropLog) -> Result<Vec<u64>, TestCaseError> {
+    let mut ids = log.lock().unwrap().clone();
+    ids.sort_unstable();
+    let twice = ids.windows(2).find(|pair| pair[0] == pair[1]);
+    prop_assert!(twice.is_none(), "object {:?} dropped twice", twice);
+    Ok(ids)
 }
 
 #[derive(Debug, Clone)]
@@ -180,10 +202,13 @@ proptest! {
     ) {
         let next_id = Arc::new(AtomicU64::new(0));
         let ids = Arc::clone(&next_id);
+        let drops = Arc::new(DropLog::default());
+        let log = Arc::clone(&drops);
         let recycler = Recycler::builder(move || Item {
             id: ids.fetch_add(1, Ordering::SeqCst),
             bytes: 0,
             dirty: false,
+            drops: Arc::clone(&log),
         })
         .max_objects_per_thread(max_objects)
         .max_retained_bytes_per_thread(max_bytes)
@@ -241,7 +266,17 @@ proptest! {
                 (stats.hits, stats.misses, stats.recycled, stats.dropped, stats.detached),
                 (model.hits, model.misses, model.recycled, model.dropped, model.detached)
             );
+            // Refused objects are dropped by the pool, detached ones by this test at once.
+            let dropped = dropped_once(&drops)?;
+            prop_assert_eq!(dropped.len() as u64, model.dropped + model.detached);
         }
         prop_assert_eq!(next_id.load(Ordering::SeqCst), model.next_id);
+
+        // The rest go back to the pool, which the recycler's drop releases on this thread.
+        drop(out);
+        drop(elsewhere);
+        drop(recycler);
+        let made: Vec<u64> = (0..model.next_id).collect();
+        prop_assert_eq!(dropped_once(&drops)?, made, "every object made is dropped once");
     }
 }

@@ -44,7 +44,9 @@ pub struct Pooled<T: Send + 'static> {
     /// Not an `Option<T>`: a check on every dereference cost ~12% of a pooled AppendEntries
     /// batch of 16-byte entries (see `README.md`, "`unsafe`").
     value: ManuallyDrop<T>,
-    /// Where the object goes when the guard is consumed; `None` once it has gone.
+    /// Where the object goes when the guard is consumed. `Some` until `Drop` or `detach`
+    /// takes it: an `Option` so that `detach` can move it out of a guard whose `Drop` must not
+    /// run, without another `unsafe` read.
     home: Option<Home<T>>,
 }
 
@@ -166,7 +168,7 @@ impl<T: Send + 'static> Drop for Pooled<T> {
                 shared.count_orphan_drop();
                 drop(value);
             }
-            None => drop(value),
+            None => drop(value), // not reached: only `Drop` and `detach` take `home`
         }
     }
 }
