@@ -147,8 +147,8 @@ pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
     // hand-back, panics and drops in every place), submitted tasks' cancel and spawned
     // futures (their queue entries in task slots: run, dropped, handed back, downcast on
     // rejection), groups, the recycler's guard (`Pooled`: returned on its own and other
-    // threads, detached, dropped while unwinding and during thread exit) and pooled buffer
-    // lists.
+    // threads, detached, dropped while unwinding and during thread exit; and the model's
+    // random sequences of those) and pooled buffer lists.
     ("pulsar-common", &["--lib"]),
     (
         "pulsar-common",
@@ -177,6 +177,8 @@ pub(crate) const MIRI_RUNS: &[(&str, &[&str])] = &[
             "pool_byte_buffer_list",
             "--test",
             "pool_recycler",
+            "--test",
+            "pool_recycler_model",
         ],
     ),
     // The blocking queue: its put error's `Sync` impl, and the queue under its own suite

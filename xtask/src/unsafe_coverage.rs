@@ -80,7 +80,11 @@ const UNSAFE_FILES: &[(&str, &str, &[&str])] = &[
     (
         "common/src/pool/pooled.rs",
         "pulsar-common",
-        &["pool_recycler", "pool_byte_buffer_list"],
+        &[
+            "pool_recycler",
+            "pool_recycler_model",
+            "pool_byte_buffer_list",
+        ],
     ),
     (
         "common/src/park_lock/protocol.rs",
