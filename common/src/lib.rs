@@ -26,6 +26,15 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+// The growable queue's positions are `usize` counters shifted left by two bits: on a 64-bit
+// target they cannot wrap in practice (2^62 puts), on a 32-bit one they would after about a
+// billion puts, and the queue does not handle the wrap (its item counts would underflow).
+// Until it does, a 32-bit build is refused here rather than left to misbehave at run time.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "pulsar-common supports 64-bit targets only: see growable_array_blocking_queue.rs (positions)"
+);
+
 pub mod collections;
 // Used by `claim_fence` (Linux) and `prefetch` (x86-64), neither of which is compiled under
 // loom or Miri.

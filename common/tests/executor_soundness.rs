@@ -136,6 +136,94 @@ fn a_panicking_factory_on_the_shutdown_restart_leaves_the_task_to_shutdown_now()
     assert_eq!(drops.drops(), 1);
 }
 
+/// A `shutdown` that comes while the lazy start is in progress cannot retry the start for the
+/// task another caller queued meanwhile (the worker is `Starting`, not `NotStarted`); when that
+/// start then fails, the failing caller retries it in the shutdown's place, and the task runs.
+/// (Audit of 2026-12-07: the task stayed queued with no worker, and its `join` and
+/// `await_termination` waited forever.)
+#[test]
+fn a_shutdown_during_a_start_that_fails_still_runs_the_task_queued_meanwhile() {
+    let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Work]);
+    let executor = plain(&factory);
+    let starter = {
+        let executor = executor.clone();
+        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
+    };
+    factory.entered.wait(LONG);
+    let queued = executor.submit(|| 7).unwrap();
+    executor.shutdown();
+    factory.gate.count_down();
+    assert_factory_panicked(&starter.join().unwrap().unwrap_err());
+    assert_eq!(factory.calls(), 2, "the failed start was retried once");
+    match queued.join_timeout(LONG) {
+        Ok(outcome) => assert_eq!(outcome.unwrap(), 7),
+        Err(_) => panic!("the task queued during the failed start never ran"),
+    }
+    assert!(executor.await_termination(LONG));
+}
+
+/// As above, with the retry failing too: the task stays queued for `shutdown_now`, which
+/// returns it and terminates the executor.
+#[test]
+fn a_shutdown_during_a_start_that_fails_twice_leaves_the_task_to_shutdown_now() {
+    let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);
+    let executor = plain(&factory);
+    let drops = DropCounter::new();
+    let starter = {
+        let executor = executor.clone();
+        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
+    };
+    factory.entered.wait(LONG);
+    let token = drops.token();
+    executor.execute(move || drop(token)).unwrap();
+    executor.shutdown();
+    factory.gate.count_down();
+    assert_factory_panicked(&starter.join().unwrap().unwrap_err());
+    assert_eq!(factory.calls(), 2);
+    assert!(!executor.is_terminated(), "a task is still queued");
+    let returned = executor.shutdown_now();
+    assert_eq!(returned.len(), 1);
+    assert!(executor.await_termination(LONG));
+    drop(returned);
+    assert_eq!(drops.drops(), 1);
+}
+
+/// `shutdown_now` taking the queue while `shutdown`'s retried start is in progress: when that
+/// start fails, the executor (stopped, empty, workerless) terminates. (Audit of 2026-12-07:
+/// it never did, and `await_termination` waited forever.)
+#[test]
+fn shutdown_now_racing_the_shutdown_restart_leaves_a_terminated_executor() {
+    let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::PanicAfterSecondGate]);
+    let executor = plain(&factory);
+    let drops = DropCounter::new();
+    let starter = {
+        let executor = executor.clone();
+        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
+    };
+    factory.entered.wait(LONG);
+    let token = drops.token();
+    executor.execute(move || drop(token)).unwrap();
+    factory.gate.count_down();
+    assert_factory_panicked(&starter.join().unwrap().unwrap_err());
+    // The task is stranded; `shutdown` retries the start for it, held open here.
+    let stopper = {
+        let executor = executor.clone();
+        thread::spawn(move || executor.shutdown())
+    };
+    factory.entered_again.wait(LONG);
+    let returned = executor.shutdown_now();
+    assert_eq!(returned.len(), 1);
+    factory.gate_again.count_down();
+    stopper.join().unwrap();
+    assert_eq!(factory.calls(), 2);
+    assert!(
+        executor.await_termination(LONG),
+        "stopped, empty and workerless: terminated"
+    );
+    drop(returned);
+    assert_eq!(drops.drops(), 1);
+}
+
 #[test]
 fn a_panicking_factory_on_the_shutdown_restart_of_a_scheduled_executor_is_a_failed_start() {
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);

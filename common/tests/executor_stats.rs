@@ -150,6 +150,17 @@ fn a_scheduled_executor_counts_ten_thousand_tasks_with_panics_and_rejections_exa
     assert_exact_counts_after_the_workload(run_workload(&executor, &factory));
 }
 
+/// An initial capacity no allocation can hold is refused as `Vec::with_capacity` refuses it,
+/// with "capacity overflow" (not an arithmetic overflow in debug builds, nor a 0-slot ring in
+/// release builds). Audit of 2026-12-07.
+#[test]
+#[should_panic(expected = "capacity overflow")]
+fn an_initial_capacity_no_allocation_can_hold_panics_with_capacity_overflow() {
+    let _ = PulsarExecutors::builder()
+        .initial_capacity(usize::MAX)
+        .build();
+}
+
 #[test]
 fn a_new_executor_reports_zero_counts_and_its_initial_capacity() {
     let plain = PulsarExecutors::builder().initial_capacity(256).build();

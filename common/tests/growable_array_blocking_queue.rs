@@ -38,6 +38,23 @@ fn new_has_64_slots_and_with_capacity_rounds_up() {
     );
 }
 
+/// A capacity above the largest power of two saturates there instead of wrapping to 0 (a
+/// queue of capacity 0 could never grow: its first `put` spun forever; a debug build panicked
+/// on the overflow). Audit of 2026-12-07.
+#[test]
+fn with_capacity_saturates_at_the_largest_power_of_two_and_stays_usable() {
+    let largest = 1usize << (usize::BITS - 1);
+    for requested in [largest - 1, largest, largest + 1, usize::MAX] {
+        let queue = GrowableArrayBlockingQueue::with_capacity(requested);
+        assert_eq!(queue.capacity(), largest, "requested {requested}");
+        for i in 0..300 {
+            queue.put(i).unwrap();
+        }
+        let taken: Vec<i32> = (0..300).map(|_| queue.take().unwrap()).collect();
+        assert_eq!(taken, (0..300).collect::<Vec<_>>());
+    }
+}
+
 #[test]
 fn growth_doubles_and_keeps_order_across_wrap_around() {
     let queue = GrowableArrayBlockingQueue::with_capacity(4);

@@ -231,8 +231,9 @@ impl<T> GrowableArrayBlockingQueue<T> {
         Self::with_capacity(MIN_TRIM_CAPACITY)
     }
 
-    /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1). It
-    /// allocates nothing until the first `put`.
+    /// An empty queue with `capacity` slots, rounded up to a power of two (at least 1, at
+    /// most the largest power of two a `usize` holds). It allocates nothing until the first
+    /// `put`, and then only the blocks its items need.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             tail: CachePadded::new(Tail {

@@ -156,9 +156,13 @@ impl<T> Ring<T> {
     }
 }
 
-/// Rounds up to a power of two, treating 0 as 1.
+/// Rounds up to a power of two, treating 0 as 1 and saturating at the largest power of two a
+/// `usize` holds (`next_power_of_two` would wrap to 0 above it, and a queue of capacity 0
+/// could never grow).
 pub(crate) fn round_up_to_power_of_two(n: usize) -> usize {
-    n.max(1).next_power_of_two()
+    n.max(1)
+        .checked_next_power_of_two()
+        .unwrap_or(1 << (usize::BITS - 1))
 }
 
 #[cfg(all(test, not(loom)))]

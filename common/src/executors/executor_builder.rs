@@ -88,7 +88,13 @@ impl<E> ExecutorBuilder<E> {
         self
     }
 
-    /// Initial task slots, rounded up to a power of two (default 64).
+    /// Initial task slots, rounded up to a power of two (default 64). They are allocated when
+    /// the executor is built.
+    ///
+    /// # Panics
+    ///
+    /// Building the executor panics with "capacity overflow", as `Vec::with_capacity` does,
+    /// when the slots' bytes would exceed `isize::MAX`.
     pub fn initial_capacity(mut self, slots: usize) -> Self {
         self.initial_capacity = slots;
         self

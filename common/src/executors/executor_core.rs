@@ -344,10 +344,50 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 Ok(queue)
             }
             Err(error) => {
+                queue.worker = WorkerState::NotStarted;
+                // A `shutdown` that came while the thread started could not retry the start
+                // for the tasks other callers queued meanwhile (the worker was `Starting`):
+                // this caller does it in its place, so that no accepted task is stranded.
+                let retry = Self::stranded_after_shutdown(&queue);
+                if retry {
+                    queue.worker = WorkerState::Starting;
+                } else {
+                    this.terminate_if_workerless(&mut queue);
+                }
+                drop(queue);
                 tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
+                if retry {
+                    Self::start_worker_to_drain(this);
+                }
+                Err(RejectReason::ThreadStartFailed(error))
+            }
+        }
+    }
+
+    /// Whether a shut-down core holds work that no worker will run: tasks queued (or timers
+    /// kept) while a thread start failed. Called holding `queue` with the worker
+    /// `NotStarted`.
+    fn stranded_after_shutdown(queue: &QueueState<B::Locked>) -> bool {
+        queue.worker == WorkerState::NotStarted
+            && queue.run == SHUTDOWN
+            && (!queue.ring.is_empty() || B::has_pending(&queue.between))
+    }
+
+    /// Starts a worker to drain a shut-down core whose earlier thread start failed (the caller
+    /// marked the worker `Starting` under the lock and released it). If this start fails too,
+    /// the work stays queued for `shutdown_now` to return, and a core with nothing left (a
+    /// `shutdown_now` came meanwhile) terminates.
+    #[cold]
+    fn start_worker_to_drain(this: &Arc<Self>) {
+        let started = Self::spawn_worker(this);
+        let mut queue = this.queue.lock();
+        match started {
+            Ok(()) => queue.worker = WorkerState::Started,
+            Err(error) => {
                 queue.worker = WorkerState::NotStarted;
                 this.terminate_if_workerless(&mut queue);
-                Err(RejectReason::ThreadStartFailed(error))
+                drop(queue);
+                tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks");
             }
         }
     }
@@ -370,12 +410,10 @@ impl<B: BetweenBatches> ExecutorCore<B> {
             this.lifecycle.set_run(&mut queue.run, SHUTDOWN);
         }
         let cancelled = B::on_shutdown(this, &mut queue.between);
-        let restart = queue.worker == WorkerState::NotStarted
-            && (!queue.ring.is_empty() || B::has_pending(&queue.between));
+        let restart = Self::stranded_after_shutdown(&queue);
         this.terminate_if_workerless(&mut queue);
         let wake = std::mem::take(&mut queue.worker_parked);
         if restart {
-            // Tasks stranded by an earlier failed thread start: try once more to run them.
             queue.worker = WorkerState::Starting;
         }
         drop(queue);
@@ -384,15 +422,8 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
         B::finish_cancelled(&this.lifecycle, cancelled);
         if restart {
-            let started = Self::spawn_worker(this);
-            let mut queue = this.queue.lock();
-            match started {
-                Ok(()) => queue.worker = WorkerState::Started,
-                Err(error) => {
-                    tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks");
-                    queue.worker = WorkerState::NotStarted;
-                }
-            }
+            // Tasks stranded by an earlier failed thread start: try once more to run them.
+            Self::start_worker_to_drain(this);
         }
     }
 

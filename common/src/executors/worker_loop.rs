@@ -107,7 +107,7 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 || this.lifecycle.run_state_hint() != RUNNING,
             );
         }
-        loop {
+        'lock: loop {
             let mut queue = this.queue.lock();
             loop {
                 if queue.run >= STOP {
@@ -165,8 +165,14 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     && queue.ring.is_empty()
                     && queue.run == RUNNING
                 {
-                    this.trim_idle(&mut queue);
+                    let freed = this.trim_idle(&mut queue);
                     trimmed = true;
+                    if freed > 0 {
+                        // Logged outside the lock: a tracing layer may call this executor.
+                        drop(queue);
+                        tracing::debug!(executor = %this.name(), freed_slots = freed, "idle executor trimmed its queues");
+                        continue 'lock;
+                    }
                 }
             }
             drop(queue);
@@ -178,16 +184,14 @@ impl<B: BetweenBatches> ExecutorCore<B> {
 
     /// Gives the memory of a burst back: the ring by Pulsar's rule (an empty ring goes back to
     /// 64 slots), the batch entirely (it grows back to 64 on the next swap), and what `B`
-    /// holds (an empty timer wheel).
-    fn trim_idle(&self, queue: &mut QueueState<B::Locked>) {
+    /// holds (an empty timer wheel). Returns the slots freed.
+    fn trim_idle(&self, queue: &mut QueueState<B::Locked>) -> usize {
         // SAFETY: called by the worker from `refill_batch`, under the queue lock, with the
         // batch exhausted.
         let batch = unsafe { self.batch.release() };
         let freed = queue.ring.trim() + batch + self.between.trim_idle(&mut queue.between);
         self.note_capacity(queue);
-        if freed > 0 {
-            tracing::debug!(executor = %self.name(), freed_slots = freed, "idle executor trimmed its queues");
-        }
+        freed
     }
 
     /// Whether an idle trim would give back more than the resting queues: a ring and a

@@ -120,6 +120,8 @@ pub enum Start {
     /// Opens `entered`, waits for `gate` to open, then panics: lets a test act while a thread
     /// start is in progress (another producer queues a task then).
     PanicAfterGate,
+    /// As `PanicAfterGate`, with `entered_again` and `gate_again`: a second start held open.
+    PanicAfterSecondGate,
 }
 
 /// A thread factory that follows a script, one [`Start`] per `new_thread` call (the last one
@@ -134,6 +136,10 @@ pub struct ScriptedFactory {
     pub entered: Arc<Latch>,
     /// What a `PanicAfterGate` step waits for.
     pub gate: Arc<Latch>,
+    /// Opened by a `PanicAfterSecondGate` step when it is entered.
+    pub entered_again: Arc<Latch>,
+    /// What a `PanicAfterSecondGate` step waits for.
+    pub gate_again: Arc<Latch>,
     /// When set, the hook panics with a token of this counter as payload.
     hook_panics_with: Option<DropCounter>,
     finished: WorkerExits,
@@ -162,6 +168,8 @@ impl ScriptedFactory {
             task_panics: AtomicUsize::new(0),
             entered: Latch::new(1),
             gate: Latch::new(1),
+            entered_again: Latch::new(1),
+            gate_again: Latch::new(1),
             hook_panics_with,
             finished: WorkerExits::default(),
         })
@@ -195,6 +203,11 @@ impl ThreadFactory for ScriptedFactory {
             Start::PanicAfterGate => {
                 self.entered.count_down();
                 self.gate.wait(LONG);
+                panic!("{FACTORY_PANIC}")
+            }
+            Start::PanicAfterSecondGate => {
+                self.entered_again.count_down();
+                self.gate_again.wait(LONG);
                 panic!("{FACTORY_PANIC}")
             }
         }
