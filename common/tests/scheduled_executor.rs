@@ -971,6 +971,53 @@ fn a_panicking_periodic_task_stops_repeating_and_reports_its_panic() {
     assert_eq!(runs.load(Ordering::SeqCst), 3, "no run after the panic");
 }
 
+/// A periodic task whose run panics and whose closure's drop then panics too: the entry is made
+/// final before the closure is dropped, so its handle reports the run's panic instead of
+/// waiting forever, and the worker goes on (the drop's panic goes to the factory's hook).
+/// (Audit of 2026-12-07: the drop's panic left the entry `RUNNING`: `join` never returned,
+/// `is_done` stayed false, and a later `cancel` reported `Cancelled` for a task that had
+/// panicked.)
+#[test]
+fn a_periodic_task_whose_run_and_then_whose_drop_panic_still_completes_its_handle() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            if !thread::panicking() {
+                panic!("the closure's drop panics");
+            }
+        }
+    }
+    let factory = CountingFactory::new("panic-twice");
+    let executor = executor_with(&factory);
+    let bomb = PanicsOnDrop;
+    let handle = executor
+        .schedule_at_fixed_rate(Duration::ZERO, HOUR, move || {
+            let _keep = &bomb;
+            panic!("the run panics");
+        })
+        .unwrap();
+    let handle = match handle.join_timeout(LONG) {
+        Ok(Err(TaskError::Panicked(panic))) => {
+            assert_eq!(panic.message(), "the run panics");
+            None
+        }
+        Ok(other) => panic!("unexpected {other:?}"),
+        Err(handle) => Some(handle),
+    };
+    assert!(handle.is_none(), "the handle was never completed");
+    assert_eq!(
+        executor
+            .schedule(Duration::ZERO, || 5)
+            .unwrap()
+            .join()
+            .unwrap(),
+        5,
+        "the worker goes on"
+    );
+    assert_eq!(factory.panics(), 1, "the drop's panic was reported");
+    assert_eq!(executor.armed_timers(), 0);
+}
+
 // ---- shutdown -----------------------------------------------------------------------------
 
 #[test]

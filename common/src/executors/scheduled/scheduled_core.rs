@@ -80,9 +80,7 @@ impl ScheduledCore {
         };
         this.queue.count_submitted(&mut queue, 1);
         this.between.note_armed();
-        if earliest {
-            this.between.set_next_due(deadline);
-        }
+        this.between.lower_next_due(deadline);
         // Only a new earliest deadline changes how long a parked worker should sleep.
         let wake = earliest && std::mem::take(&mut queue.worker_parked);
         drop(queue);
@@ -188,9 +186,8 @@ impl ScheduledCore {
         }
         // The caller is the worker itself (the only place a periodic entry runs while the
         // executor runs), so there is nobody to wake.
-        if queue.between.push(deadline, entry) {
-            this.between.set_next_due(deadline);
-        }
+        queue.between.push(deadline, entry);
+        this.between.lower_next_due(deadline);
         // Java counts each run of a periodic task as a task: its next run is submitted.
         this.queue.count_submitted(&mut queue, 1);
         this.between.note_armed();
@@ -224,5 +221,54 @@ impl ScheduledCore {
         let queue = self.queue.lock();
         let fired = self.between.due.lock().fired.len();
         queue.between.capacity() + queue.between.kept.len() + fired
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::executors::scheduled::timer_entry::Once;
+    use crate::executors::{NamedThreadFactory, ScheduledExecutor};
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    /// The `next_due` hint is never later than the earliest armed timer's deadline, or a timer
+    /// falling due during a batch waits for the whole batch. A timer filed above level 0 is
+    /// known to the wheel only by its slot's start, while the hint holds its exact deadline; a
+    /// timer armed between the two is not "the earliest" to the wheel, yet due first, and
+    /// must lower the hint. (Audit of 2026-12-07: the hint kept the later deadline.)
+    #[test]
+    fn a_timer_armed_before_the_earliest_exact_deadline_lowers_the_next_due_hint() {
+        let executor = ScheduledExecutor::new(NamedThreadFactory::new("next-due-hint"));
+        // A worker busy in a task does no pass that could refresh the hint meanwhile.
+        let (running, started) = channel();
+        let (release, released) = channel::<()>();
+        executor
+            .execute(move || {
+                running.send(()).unwrap();
+                let _ = released.recv();
+            })
+            .unwrap();
+        started.recv().unwrap();
+        let core = executor.core();
+        let hint = || core.between.next_due_hint();
+        let far = executor.schedule(Duration::from_secs(10), || ()).unwrap();
+        let slot_start = core.queue.lock().between.next_due_nanos().unwrap();
+        assert!(
+            slot_start < hint(),
+            "the far timer is filed above level 0, known by its slot's start"
+        );
+        let deadline = core.between.origin() + Duration::from_nanos(slot_start);
+        let Ok((near, share)) = ScheduledCore::arm(core, deadline, false, Once(|| ())) else {
+            panic!("a running executor accepts a timer");
+        };
+        assert!(
+            hint() <= slot_start,
+            "the hint ({}) must not be later than the near timer ({slot_start})",
+            hint()
+        );
+        release.send(()).unwrap();
+        drop((near, share, far));
+        drop(executor.shutdown_now());
     }
 }

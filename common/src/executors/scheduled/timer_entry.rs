@@ -735,16 +735,20 @@ impl<J: TimerJob> Timer for TimerEntry<J> {
                 Fired::Again
             }
             Err(payload) => {
-                if J::PERIODIC {
+                let log = J::PERIODIC.then(|| panic_message(payload.as_ref()).to_owned());
+                // The entry is made final first: the log (a tracing layer) and the closure's
+                // drop are user code and may panic too, and an entry left `RUNNING` would
+                // keep its handle waiting forever. A periodic entry cancelled during the run
+                // stays cancelled.
+                self.complete(Err(TaskError::panicked(payload)));
+                if let Some(panic) = log {
                     tracing::error!(
                         thread = thread::current().name().unwrap_or("<unnamed>"),
-                        panic = panic_message(payload.as_ref()),
+                        panic,
                         "a periodic task panicked; it will not run again"
                     );
                 }
                 drop(again);
-                // A periodic entry cancelled during the run stays cancelled.
-                self.complete(Err(TaskError::panicked(payload)));
                 Fired::Panicked
             }
         }

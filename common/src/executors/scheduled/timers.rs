@@ -51,8 +51,9 @@ pub struct Timers {
     /// When the earliest armed timer falls due, in nanoseconds from `origin` (`u64::MAX`:
     /// none armed). A hint the worker reads without a lock between two tasks of a batch and
     /// while it spins, so that a timer falling due then runs at the next task boundary rather
-    /// than after the batch. Written under the queue lock: by `arm` and `rearm` when their
-    /// timer became the earliest, and by the worker whenever it takes due timers. A cancel
+    /// than after the batch. Written under the queue lock: lowered by `arm` and `rearm` to
+    /// their deadline when it is earlier (never later than the earliest armed deadline), and
+    /// set by the worker whenever it takes due timers. A cancel
     /// leaves it early, which costs one look under the lock. (A plain std atomic: it orders
     /// nothing, so the loom models need not track it.)
     next_due: std::sync::atomic::AtomicU64,
@@ -228,10 +229,17 @@ impl Timers {
         }
     }
 
-    /// Records that `deadline` is the earliest armed timer's. Caller holds the queue lock.
-    pub(crate) fn set_next_due(&self, deadline: Instant) {
-        self.next_due
-            .store(self.nanos_from_origin(deadline), Ordering::Relaxed);
+    /// Lowers the `next_due` hint to `deadline` if that is earlier, after a timer was armed
+    /// for it. Caller holds the queue lock (every writer of the hint does).
+    ///
+    /// The wheel's "became the earliest" answer cannot decide this: for a timer filed above
+    /// level 0 the wheel knows only the start of its slot, so a timer armed between that
+    /// start and the exact deadline the hint holds is not "earliest" there, yet due first.
+    pub(crate) fn lower_next_due(&self, deadline: Instant) {
+        let nanos = self.nanos_from_origin(deadline);
+        if nanos < self.next_due.load(Ordering::Relaxed) {
+            self.next_due.store(nanos, Ordering::Relaxed);
+        }
     }
 
     /// Sets the `next_due` hint from the wheel. Caller holds the queue lock.
@@ -260,10 +268,17 @@ impl Timers {
     }
 
     /// The timer wheel's origin: the loom models arm their timers at it, so that a timer's
-    /// tick (0) does not depend on how long an iteration took (see `loom_tests::arm_via`).
-    #[cfg(all(loom, test))]
+    /// tick (0) does not depend on how long an iteration took (see `loom_tests::arm_via`);
+    /// unit tests turn the wheel's nanoseconds back into instants with it.
+    #[cfg(test)]
     pub(crate) fn origin(&self) -> Instant {
         self.origin
+    }
+
+    /// The `next_due` hint, for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn next_due_hint(&self) -> u64 {
+        self.next_due.load(Ordering::Relaxed)
     }
 
     /// `instant` in nanoseconds from the timer wheel's origin (0 before it; never `u64::MAX`).
