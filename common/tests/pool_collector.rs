@@ -222,6 +222,26 @@ fn allocate_by_recycler_reuses_a_buffer_that_is_large_enough() {
     assert_eq!(second.capacity(), 4096);
 }
 
+/// A recycler built without `new_recycler`'s clearing hook (any `Recycler<ByteBufferCollector>`
+/// the API accepts): `allocate_from` still hands out an empty collector, never the bytes of
+/// the message written before (audit of 2026-12-07: the next message went out as "secrethi").
+#[test]
+fn allocate_from_a_recycler_without_a_reset_hook_hands_out_an_empty_collector() {
+    let recycler = Recycler::new(ByteBufferCollector::new);
+    let mut first = ByteBufferCollector::allocate_from(&recycler, 64);
+    first.put(b"secret");
+    drop(first);
+    let mut second = ByteBufferCollector::allocate_from(&recycler, 64);
+    assert!(second.is_empty());
+    second.put(b"hi");
+    assert_eq!(second.as_slice(), b"hi");
+    assert_eq!(recycler.stats().hits, 1, "the same collector, reused");
+    let handle = AdaptiveBufAllocator::default().new_handle();
+    drop(second);
+    let third = handle.allocate_from(&recycler);
+    assert!(third.is_empty(), "the adaptive handle's path too");
+}
+
 #[test]
 fn allocate_by_recycler_replaces_a_smaller_buffer_with_one_of_exactly_the_size() {
     let recycler = ByteBufferCollector::new_recycler(CollectorPoolConfig::default());

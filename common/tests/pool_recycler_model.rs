@@ -121,6 +121,8 @@ impl Model {
                 id
             }
             None => {
+                // A miss gives the credit back: the object it was kept for went elsewhere.
+                self.credit = None;
                 self.misses += 1;
                 self.next_id += 1;
                 self.next_id - 1

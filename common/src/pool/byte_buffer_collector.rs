@@ -139,10 +139,14 @@ impl ByteBufferCollector {
         Self::allocate_from(&DEFAULT_RECYCLER, size)
     }
 
-    /// A collector from `recycler` with room for at least `size` bytes: a pooled buffer that
-    /// is large enough is kept, a smaller one is replaced by a fresh buffer of exactly `size`.
+    /// An empty collector from `recycler` with room for at least `size` bytes: a pooled
+    /// buffer that is large enough is kept, a smaller one is replaced by a fresh buffer of
+    /// exactly `size`. The collector is cleared here too, so a recycler built without
+    /// [`new_recycler`](Self::new_recycler)'s reset hook never hands out an earlier message's
+    /// bytes.
     pub fn allocate_from(recycler: &Recycler<Self>, size: usize) -> Pooled<Self> {
         let mut collector = recycler.get();
+        collector.clear();
         if collector.capacity < size {
             // Free the small buffer first, so the allocator may reuse its memory.
             collector.release_buffer();

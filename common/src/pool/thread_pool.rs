@@ -141,7 +141,17 @@ impl<T> LocalPool<T> {
                 bump(&self.origin.hits);
                 Some((value, origin))
             }
-            None => None,
+            None => {
+                // A miss: the object the credit was kept for went elsewhere (typically it is
+                // returned from another thread, which cannot use the credit). Kept, the credit
+                // would refuse those returns for as long as this thread only gets: with a cap
+                // of one object, every one of them, forever.
+                if let Some(credit) = self.credit.take() {
+                    self.origin.queue.release(1, credit);
+                    self.publish_credit();
+                }
+                None
+            }
         }
     }
 
