@@ -190,6 +190,54 @@ fn listener_jobs_refused_by_a_shut_down_executor_leave_their_messages_for_close(
     assert_eq!(rig.freed(), 1);
 }
 
+/// Refuses its first thread (as an OS out of threads would), then starts them.
+struct FailsFirst(std::sync::atomic::AtomicBool);
+
+impl pulsar_common::executors::ThreadFactory for FailsFirst {
+    fn new_thread(
+        &self,
+        body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "no thread for now",
+            ));
+        }
+        std::thread::Builder::new().spawn(body)
+    }
+}
+
+/// A listener executor whose thread fails to start once refuses that batch's listener jobs,
+/// but stays open (its next task tries again): the next hand-over queues the refused jobs
+/// again, so every message is delivered. (Audit of 2026-12-07: the refused jobs were lost, and
+/// from then on each message waited for one more to arrive before it was delivered.)
+#[test]
+fn listener_jobs_refused_by_a_failed_thread_start_are_queued_again_with_the_next_batch() {
+    let internal = PulsarExecutors::new_single_thread_executor();
+    let listener = PulsarExecutors::new_single_thread_executor_with(FailsFirst(Default::default()));
+    let seen = Seen::default();
+    let recorder = seen.clone();
+    let consumer = Consumer::new(
+        ConsumerOptions::new("fails-first")
+            .subscription_type(SubscriptionType::Shared)
+            .message_listener(move |_: &Consumer, m: Message| recorder.record(&m)),
+        ConsumerExecutors::new(
+            Arc::new(internal.clone()),
+            vec![Arc::new(listener.clone()) as Arc<dyn ConsumerExecutor>],
+            0,
+        ),
+    );
+    consumer.deliver(message(1)).unwrap();
+    drain(&internal); // routed: the listener's thread start failed, its job was refused
+    assert!(seen.ids().is_empty());
+    consumer.deliver(message(2)).unwrap();
+    drain(&internal);
+    drain(&listener);
+    assert_eq!(seen.ids(), [1, 2], "both delivered, in order");
+    assert!(consumer.close().is_empty(), "nothing left in the lane");
+}
+
 /// The last handle dropped while messages are being routed and delivered on two listener
 /// threads: in every round the state is freed exactly once, after the last job.
 #[test]

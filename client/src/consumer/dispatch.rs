@@ -178,8 +178,8 @@ impl ConsumerShared {
         }
     }
 
-    /// Appends `messages` to lane `lane` and queues one listener job per message, all in one
-    /// call to the lane's executor.
+    /// Appends `messages` to lane `lane` and queues one listener job per message (plus the
+    /// jobs the lane's executor refused before), all in one call to the lane's executor.
     #[inline]
     fn hand_to_lane(
         &self,
@@ -189,10 +189,15 @@ impl ConsumerShared {
         jobs: &mut Vec<ConsumerJob>,
     ) {
         let target = &self.lanes[lane];
-        ConsumerJob::for_lane(consumer, lane, messages.len(), jobs);
+        let count = messages.len() + target.take_refused_jobs();
+        ConsumerJob::for_lane(consumer, lane, count, jobs);
         target.push_all(messages);
         if target.executor.execute_jobs(jobs).is_err() {
-            // The messages stay in the lane; `close` returns them.
+            // The messages stay in the lane: `close` returns them, and the next hand-over
+            // queues their jobs again (an executor whose thread could not start tries again
+            // then). A job that finds the lane empty does nothing, so counting every job of
+            // a partly refused batch as refused is safe.
+            target.note_refused_jobs(count);
             self.log_rejection("listener");
         }
     }
@@ -227,7 +232,7 @@ impl ConsumerShared {
             tracing::warn!(
                 consumer = %self.name,
                 executor = which,
-                "an executor refused the consumer's job (shut down); messages wait until close"
+                "an executor refused the consumer's job (shut down, or its thread could not start); its messages wait for the next delivery to try again, or for close"
             );
         }
     }

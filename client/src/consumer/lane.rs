@@ -4,6 +4,7 @@ use crate::consumer::sync::{AtomicUsize, Mutex};
 use crate::consumer::{ConsumerExecutor, Message};
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One listener executor of a consumer and the messages waiting for it, oldest first.
@@ -33,6 +34,11 @@ pub(crate) struct Lane {
     /// The messages and the job count share one line: the router writes both once per share,
     /// the listener thread both once per job.
     state: CachePadded<LaneState>,
+    /// Listener jobs the executor refused (it was shut down, or could not start its thread)
+    /// whose messages stayed in the lane: the next hand-over queues them again, so that a
+    /// thread start that fails once does not leave the lane behind for good. Read and written
+    /// only by the routing pass; zero but after a refusal.
+    refused_jobs: AtomicUsize,
 }
 
 struct LaneState {
@@ -51,6 +57,7 @@ impl Lane {
                 messages: Mutex::new(VecDeque::new()),
                 jobs: AtomicUsize::new(0),
             }),
+            refused_jobs: AtomicUsize::new(0),
         }
     }
 
@@ -58,6 +65,25 @@ impl Lane {
     #[inline]
     pub(crate) fn jobs(&self) -> &AtomicUsize {
         &self.state.jobs
+    }
+
+    /// Takes the count of refused jobs to queue again (see `refused_jobs`). Routing pass only.
+    #[inline]
+    pub(crate) fn take_refused_jobs(&self) -> usize {
+        match self.refused_jobs.load(Ordering::Relaxed) {
+            0 => 0,
+            refused => {
+                self.refused_jobs.store(0, Ordering::Relaxed);
+                refused
+            }
+        }
+    }
+
+    /// Records `count` listener jobs the executor refused. Routing pass only.
+    pub(crate) fn note_refused_jobs(&self, count: usize) {
+        let refused = self.refused_jobs.load(Ordering::Relaxed);
+        self.refused_jobs
+            .store(refused.saturating_add(count), Ordering::Relaxed);
     }
 
     /// Appends every message of `batch`, in order, under one lock; `batch` is left empty.
