@@ -247,7 +247,7 @@ fn functions_errors_keep_their_messages_and_sources() {
         ),
         (
             Box::new(PushError(7)),
-            "record not queued: the push source is closed",
+            "record not queued: the push source is closed or the task is over",
             false,
         ),
     ];

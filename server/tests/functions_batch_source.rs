@@ -190,6 +190,11 @@ impl BatchPushSource for Pushing {
             if name == "failing" {
                 pusher.fail(SourceError::new("truncated"));
             }
+            if name == "fails-and-stops" {
+                // `fail` ends the task: no `end_of_task` follows.
+                pusher.fail(SourceError::new("broken"));
+                return;
+            }
             pusher.end_of_task();
         });
         self.pushers.lock().unwrap().push(handle);
@@ -232,6 +237,62 @@ fn push_life_cycle_records_pushed_from_other_threads_are_read_in_task_order() {
     let handles: Vec<_> = std::mem::take(&mut *pushers.lock().unwrap());
     assert_eq!(handles.len(), 4, "one pushing thread per prepared task");
     for handle in handles {
+        handle.join().unwrap();
+    }
+}
+
+/// A push task that ends with `fail` alone (the trait's docs: a task "ends with
+/// `end_of_task` (or `fail`)"): the read after its records returns the failure, and the next
+/// read moves on to the next task. (Audit of 2026-12-07: the task stayed prepared after the
+/// failure, and that read waited forever for a record or end marker that never came.) An
+/// `end_of_task` sent after a `fail` (the test above) does not end the next task early.
+#[test]
+fn a_push_task_that_fails_is_over_and_the_next_read_moves_on() {
+    let pushers = Arc::new(Mutex::new(Vec::new()));
+    let source = Pushing {
+        tasks: vec![("fails-and-stops", 1), ("failing", 0), ("b", 2)],
+        pushers: Arc::clone(&pushers),
+    };
+    let triggerer = OnDemandTriggerer::new();
+    let trigger = triggerer.handle();
+    let executor = Arc::new(
+        BatchSourceExecutor::builder(BatchPushAdapter::with_capacity(source, 4), triggerer).build(),
+    );
+    assert_eq!(trigger.trigger(), TriggerOutcome::Started);
+    let (reads, read) = mpsc::channel();
+    let reader = {
+        let executor = Arc::clone(&executor);
+        thread::spawn(move || {
+            for _ in 0..5 {
+                let outcome = executor.read().map_err(|error| error.to_string());
+                if reads.send(outcome).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let next = || {
+        read.recv_timeout(LONG)
+            .expect("a read after a failed push task never returned")
+    };
+    assert_eq!(next(), Ok("fails-and-stops-1".to_owned()));
+    assert_eq!(
+        next(),
+        Err("reading the current task failed: broken".to_owned())
+    );
+    assert_eq!(
+        next(),
+        Err("reading the current task failed: truncated".to_owned())
+    );
+    assert_eq!(
+        next(),
+        Ok("b-1".to_owned()),
+        "the stale end marker was discarded"
+    );
+    assert_eq!(next(), Ok("b-2".to_owned()));
+    reader.join().unwrap();
+    executor.close();
+    for handle in std::mem::take(&mut *pushers.lock().unwrap()) {
         handle.join().unwrap();
     }
 }

@@ -530,3 +530,100 @@ fn calls_after_close_get_a_clear_error_and_close_is_idempotent() {
     assert_eq!(cache.close(), first);
     assert_eq!(first.closed, 1);
 }
+
+/// Holds the thread it is installed on at the cache's "closing producer" event (logged when
+/// removed producers are handed over), until the test lets it go.
+struct HoldAtHandOver {
+    entered: Mutex<Option<mpsc::Sender<()>>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+/// Whether an event's message is "closing producer".
+struct IsClosingProducer(bool);
+
+impl tracing::field::Visit for IsClosingProducer {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" && format!("{value:?}") == "closing producer" {
+            self.0 = true;
+        }
+    }
+}
+
+impl tracing::Subscriber for HoldAtHandOver {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut closing = IsClosingProducer(false);
+        event.record(&mut closing);
+        if closing.0 {
+            if let Some(entered) = self.entered.lock().unwrap().take() {
+                entered.send(()).unwrap();
+                let _ = self.release.lock().unwrap().recv();
+            }
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A producer removed (here by `invalidate`) just before `close` took the cache's lock is
+/// still flushed, closed and counted in the report `close` returns: `close` waits for its
+/// hand-over. (Audit of 2026-12-07: a `close` that ran while the removal was between the
+/// cache's lock and the closer returned without it, and the producer, handed over after the
+/// cache gave up, was dropped unflushed and unclosed.)
+#[test]
+fn a_producer_removed_just_before_close_is_flushed_closed_and_counted_by_close() {
+    let (tx, events) = mpsc::channel();
+    let drops = DropCounter::new();
+    let cache: Arc<ProducerCache<(), TestProducer>> = Arc::new(
+        ProducerCache::builder()
+            .close_timeout(Duration::from_secs(60))
+            .build(),
+    );
+    cache
+        .get_or_create("t", (), || Ok::<_, ()>(TestProducer::new("t", &tx, &drops)))
+        .unwrap();
+    let (entered, held) = mpsc::channel();
+    let (release, released) = mpsc::channel();
+    let invalidating = {
+        let cache = Arc::clone(&cache);
+        thread::spawn(move || {
+            let hold = HoldAtHandOver {
+                entered: Mutex::new(Some(entered)),
+                release: Mutex::new(released),
+            };
+            tracing::subscriber::with_default(hold, || cache.invalidate("t", ()))
+        })
+    };
+    held.recv_timeout(LONG)
+        .expect("the removal reached its hand-over");
+    let (closed, report) = mpsc::channel();
+    let closing = {
+        let cache = Arc::clone(&cache);
+        thread::spawn(move || closed.send(cache.close()).unwrap())
+    };
+    // The fixed `close` cannot return while the hand-over is held; the old one returned at
+    // once, without the producer. (This wait cannot fail the fixed code.)
+    let early = report.recv_timeout(Duration::from_secs(1)).ok();
+    release.send(()).unwrap();
+    assert!(invalidating.join().unwrap(), "the producer was cached");
+    let report = early.unwrap_or_else(|| report.recv_timeout(LONG).unwrap());
+    closing.join().unwrap();
+    assert_eq!(
+        (report.closed, report.abandoned),
+        (1, 0),
+        "the removed producer was flushed, closed and counted"
+    );
+    assert_eq!(
+        next_events(&events, 2),
+        [ev("t", "flush"), ev("t", "close")]
+    );
+    drop(cache);
+    assert_eq!(drops.drops(), 1);
+}

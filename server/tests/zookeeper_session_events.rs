@@ -217,3 +217,79 @@ fn replication_enabled_while_disconnected_runs_the_waiting_callback_after_the_re
     cut_store.close();
     other_store.close();
 }
+
+/// Mirrors BookKeeper's `releaseUnderreplicatedLedger`, which forgets a ledger's lock only once
+/// its node is deleted: a release that fails while the connection is cut keeps the lock, and
+/// a retry after the reconnect deletes its node, so another worker can take the ledger.
+/// (Audit of 2026-12-07: the failed release forgot the lock first; the retry then did
+/// nothing, and the lock node stayed until the session ended, keeping every worker away.)
+#[test]
+fn a_release_that_fails_while_disconnected_keeps_the_lock_for_a_retry() {
+    if !own_zookeeper_servers() {
+        return;
+    }
+    let _serial = serial();
+    let server = ZooKeeperServer::start().unwrap();
+    let proxy = PartitionProxy::start(&server.address());
+    let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
+    let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
+    let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
+    let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+    cut.mark_ledger_underreplicated(7, "bookie-1:3181").unwrap();
+    assert_eq!(cut.poll_ledger_to_rereplicate().unwrap(), Some(7));
+
+    proxy.partition();
+    recv_within(&events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    assert!(cut.release_underreplicated_ledger(7).is_err());
+    assert_eq!(cut.held_locks(), [7], "a failed release keeps the lock");
+    proxy.heal();
+    recv_within(&events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    cut.release_underreplicated_ledger(7).unwrap();
+    assert!(cut.held_locks().is_empty());
+    assert_eq!(
+        other.poll_ledger_to_rereplicate().unwrap(),
+        Some(7),
+        "the lock's node is gone: another worker takes the ledger"
+    );
+    cut.close();
+    other.close();
+    cut_store.close();
+    other_store.close();
+}
+
+/// As the test above, for the lost-bookie recovery delay: it is changed by another worker
+/// while this manager's connection is cut; the change is never notified to it, yet its
+/// waiting callback runs once the connection is back (it compares the delay node's version
+/// with the one seen at registration on `Reconnected`). Audit of 2026-12-07: it waited for
+/// the next change.
+#[test]
+fn a_delay_changed_while_disconnected_runs_the_waiting_callback_after_the_reconnect() {
+    if !own_zookeeper_servers() {
+        return;
+    }
+    let _serial = serial();
+    let server = ZooKeeperServer::start().unwrap();
+    let proxy = PartitionProxy::start(&server.address());
+    let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
+    let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
+    let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
+    let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+    // Never set before: no earlier change can still be on its way to `cut`.
+    let (ran, changed) = mpsc::channel();
+    cut.notify_lost_bookie_recovery_delay_changed(move || ran.send(()).unwrap())
+        .unwrap();
+
+    proxy.partition();
+    recv_within(&events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    other.set_lost_bookie_recovery_delay(30).unwrap();
+    proxy.heal();
+    recv_within(&events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    changed
+        .recv_timeout(RECOVERY)
+        .expect("the waiting callback ran after the reconnect");
+    assert_eq!(cut.lost_bookie_recovery_delay().unwrap(), 30);
+    cut.close();
+    other.close();
+    cut_store.close();
+    other_store.close();
+}

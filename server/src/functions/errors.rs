@@ -401,7 +401,8 @@ impl<T> From<EmitError<T>> for SourceError {
 }
 
 /// A record that [`RecordPusher::push`](crate::functions::RecordPusher::push) did not queue
-/// because the source was closed; the record comes back. `Debug` does not require `R: Debug`.
+/// because the source was closed or the pusher's task is over (it failed, or the reader moved
+/// on to a later task); the record comes back. `Debug` does not require `R: Debug`.
 ///
 /// # Examples
 ///
@@ -411,7 +412,7 @@ impl<T> From<EmitError<T>> for SourceError {
 /// assert_eq!(PushError("row 7").into_record(), "row 7");
 /// ```
 #[derive(thiserror::Error)]
-#[error("record not queued: the push source is closed")]
+#[error("record not queued: the push source is closed or the task is over")]
 pub struct PushError<R>(pub R);
 
 impl<R> PushError<R> {

@@ -92,6 +92,11 @@ struct ManagerInner {
     refresh_queued: AtomicBool,
     cache_listeners: Mutex<Arc<[CacheListener]>>,
     state: Mutex<ManagerState>,
+    /// Held by `update_local_report` from its `closed` check through its write, and by `stop`
+    /// while it sets `closed`: a report written by a caller that passed the check lands
+    /// before `stop` deletes the node, never after (which would bring the stopped broker's
+    /// report back until its session ends).
+    report_write: Mutex<()>,
 }
 
 fn validate_name(name: &str) -> Result<(), LoadManagerError> {
@@ -135,6 +140,7 @@ impl LoadManager {
                 closed: false,
                 local_report: report,
             }),
+            report_write: Mutex::new(()),
         });
         let manager = Self { inner };
         if let Err(error) = manager.inner.listen() {
@@ -218,6 +224,7 @@ impl LoadManager {
     /// [`LoadManagerError::Closed`]; [`LoadManagerError::Store`].
     pub fn update_local_report(&self, report: LoadReport) -> Result<(), LoadManagerError> {
         let bytes = encode(&report);
+        let _writing = self.inner.report_write.lock();
         {
             let mut state = self.inner.state.lock();
             if state.closed {
@@ -492,6 +499,7 @@ impl ManagerInner {
 
     fn stop(&self) {
         {
+            let _writing = self.report_write.lock();
             let mut state = self.state.lock();
             if state.closed {
                 return;

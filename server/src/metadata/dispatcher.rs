@@ -14,6 +14,7 @@ use crate::component::ComponentExecutor;
 use crate::metadata::types::{ListenerId, Notification, SessionEvent};
 use crate::metadata::ListenerList;
 use parking_lot::Mutex;
+use pulsar_common::executors::RejectReason;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,7 +82,9 @@ impl Dispatcher {
     }
 
     /// Makes sure a drain task will deliver what is queued. After close the executor refuses
-    /// the task and queued events are never delivered.
+    /// the task and queued events are never delivered. If the executor's thread cannot start
+    /// (its factory failed: the executor stays open, and its next task tries again), the events
+    /// stay queued and the next `schedule` tries again.
     pub(crate) fn schedule(self: &Arc<Self>) {
         // AcqRel: the drain's `store(false)` happens before its pops, so an event queued before
         // this swap saw `true` is popped by that drain.
@@ -94,9 +97,18 @@ impl Dispatcher {
                 dispatcher.drain();
             }
         });
-        if accepted.is_err() {
-            // Closed: nothing will be delivered any more.
-            self.pending.lock().clear();
+        match accepted {
+            Ok(()) => {}
+            Err(refused) if matches!(refused.reason(), RejectReason::ThreadStartFailed(_)) => {
+                // No drain is queued: let the next `schedule` try again (the flag would
+                // otherwise keep every later one from asking, and the store would go deaf).
+                self.drain_scheduled.store(false, Ordering::Release);
+                tracing::error!(reason = %refused.reason(), "the metadata store cannot start its notification thread; the events stay queued until the next change retries");
+            }
+            Err(_) => {
+                // Closed: nothing will be delivered any more.
+                self.pending.lock().clear();
+            }
         }
     }
 
@@ -194,5 +206,68 @@ impl fmt::Debug for Dispatcher {
             .field("notification_listeners", &notification_listeners)
             .field("session_listeners", &session_listeners)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::types::NotificationType;
+    use pulsar_common::executors::{NamedThreadFactory, ThreadFactory};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc;
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    /// Refuses its first thread (as an OS out of threads would), then starts them.
+    struct FailsFirst {
+        calls: AtomicUsize,
+        inner: NamedThreadFactory,
+    }
+
+    impl ThreadFactory for FailsFirst {
+        fn new_thread(
+            &self,
+            body: Box<dyn FnOnce() + Send + 'static>,
+        ) -> std::io::Result<JoinHandle<()>> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "no thread for now",
+                ));
+            }
+            self.inner.new_thread(body)
+        }
+    }
+
+    fn created(path: &str) -> StoreEvent {
+        StoreEvent::Node(Notification::new(NotificationType::Created, path))
+    }
+
+    /// A failed lazy thread start is not a close: the events stay queued and the next change
+    /// delivers them, in order. (Audit of 2026-12-07: the refusal cleared the queue and left
+    /// the "drain scheduled" flag set, so no drain was ever asked for again: the store, and
+    /// every leader election, load manager and replication callback above it, went deaf.)
+    #[test]
+    fn a_failed_thread_start_keeps_the_events_for_the_next_change_to_deliver() {
+        let factory = Arc::new(FailsFirst {
+            calls: AtomicUsize::new(0),
+            inner: NamedThreadFactory::new("metadata-store"),
+        });
+        let dispatcher = Dispatcher::new(ComponentExecutor::with_factory_or_named(
+            Some(Arc::clone(&factory) as Arc<dyn ThreadFactory>),
+            "metadata-store",
+        ));
+        let (seen, paths) = mpsc::channel();
+        dispatcher.add_notification_listener(Arc::new(move |notification: &Notification| {
+            let _ = seen.send(notification.path.clone());
+        }));
+        dispatcher.publish([created("/a")]);
+        assert_eq!(factory.calls.load(Ordering::SeqCst), 1, "the start failed");
+        dispatcher.publish([created("/b")]);
+        let wait = Duration::from_secs(30);
+        assert_eq!(paths.recv_timeout(wait).as_deref(), Ok("/a"));
+        assert_eq!(paths.recv_timeout(wait).as_deref(), Ok("/b"));
+        dispatcher.shutdown();
     }
 }

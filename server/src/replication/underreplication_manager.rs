@@ -29,6 +29,7 @@ use crate::metadata::{
 };
 use crate::replication::error::ReplicationError;
 use parking_lot::Mutex;
+use pulsar_common::executors::RejectReason;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
@@ -80,6 +81,10 @@ struct ManagerState {
     enabled_callbacks: Vec<Callback>,
     /// Waiting for the next change of the lost-bookie recovery delay.
     delay_callbacks: Vec<Callback>,
+    /// The delay node's version (`None`: absent) when the waiting delay callbacks were
+    /// registered, so that `reconcile` can tell a change made while the store was not
+    /// listening; `None` while none wait.
+    delay_seen: Option<Option<i64>>,
     /// Ledgers whose lock node this manager created.
     held_locks: BTreeSet<u64>,
 }
@@ -123,6 +128,7 @@ impl UnderreplicationManager {
                 closed: false,
                 enabled_callbacks: Vec::new(),
                 delay_callbacks: Vec::new(),
+                delay_seen: None,
                 held_locks: BTreeSet::new(),
             }),
         });
@@ -291,7 +297,9 @@ impl UnderreplicationManager {
     ///
     /// # Errors
     ///
-    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`].
+    /// [`ReplicationError::Closed`]; [`ReplicationError::Store`]: the lock is then still held
+    /// (its node may still exist), and a later call tries again (as BookKeeper's
+    /// `releaseUnderreplicatedLedger`, which forgets the lock only once its node is deleted).
     pub fn release_underreplicated_ledger(&self, ledger_id: u64) -> Result<(), ReplicationError> {
         let held = {
             let mut state = self.inner.state.lock();
@@ -301,7 +309,15 @@ impl UnderreplicationManager {
             state.held_locks.remove(&ledger_id)
         };
         if held {
-            self.inner.release_lock(ledger_id)?;
+            if let Err(error) = self.inner.release_lock(ledger_id) {
+                // Forgotten, the lock's node would stay until the session ends, and no worker,
+                // this one included, could lock the ledger again.
+                let mut state = self.inner.state.lock();
+                if !state.closed {
+                    state.held_locks.insert(ledger_id);
+                }
+                return Err(error);
+            }
         }
         Ok(())
     }
@@ -430,7 +446,19 @@ impl UnderreplicationManager {
         callback: impl FnOnce() + Send + 'static,
     ) -> Result<(), ReplicationError> {
         self.inner
-            .add_pending(Box::new(callback), |state| &mut state.delay_callbacks)
+            .add_pending(Box::new(callback), |state| &mut state.delay_callbacks)?;
+        // Remembered after registering: a change racing this call is notified (and runs the
+        // callbacks), and a change while disconnected differs from it (`reconcile`).
+        let version = self
+            .inner
+            .store
+            .get(&self.inner.delay_path)?
+            .map(|read| read.stat.version);
+        let mut state = self.inner.state.lock();
+        if state.delay_seen.is_none() && !state.delay_callbacks.is_empty() {
+            state.delay_seen = Some(version);
+        }
+        Ok(())
     }
 
     /// Closes the manager: its store listeners are removed; the executor is shut down with
@@ -502,13 +530,24 @@ impl ManagerInner {
     }
 
     /// After a reconnect or a new session: runs the "enabled" callbacks if replication was
-    /// enabled while the store was not listening, and forgets the locks this manager no longer
+    /// enabled while the store was not listening, the "delay changed" callbacks if the delay's
+    /// node changed since they were registered, and forgets the locks this manager no longer
     /// holds (gone with an expired session, or deleted by someone else), so it does not
     /// re-replicate a ledger another worker may now lock. Runs on
     /// `underreplication-notification`.
     fn reconcile(&self) {
         if self.store.exists(&self.disable_path) == Ok(false) {
             self.run_enabled_callbacks();
+        }
+        let seen = self.state.lock().delay_seen;
+        if let Some(seen) = seen {
+            let now = self
+                .store
+                .get(&self.delay_path)
+                .map(|read| read.map(|read| read.stat.version));
+            if now.is_ok_and(|now| now != seen) {
+                self.run_delay_callbacks();
+            }
         }
         let held: Vec<u64> = self.state.lock().held_locks.iter().copied().collect();
         for ledger_id in held {
@@ -547,24 +586,58 @@ impl ManagerInner {
 
     /// Takes every pending "replication enabled" callback and queues each on the executor.
     fn run_enabled_callbacks(&self) {
-        let callbacks = std::mem::take(&mut self.state.lock().enabled_callbacks);
-        self.queue_callbacks(callbacks, "replication enabled callback");
+        let list: fn(&mut ManagerState) -> &mut Vec<Callback> =
+            |state| &mut state.enabled_callbacks;
+        let callbacks = std::mem::take(list(&mut self.state.lock()));
+        self.queue_callbacks(callbacks, "replication enabled callback", list);
     }
 
     /// Takes every pending "delay changed" callback and queues each on the executor.
     fn run_delay_callbacks(&self) {
-        let callbacks = std::mem::take(&mut self.state.lock().delay_callbacks);
-        self.queue_callbacks(callbacks, "lost bookie recovery delay callback");
+        let list: fn(&mut ManagerState) -> &mut Vec<Callback> = |state| &mut state.delay_callbacks;
+        let callbacks = {
+            let mut state = self.state.lock();
+            state.delay_seen = None;
+            std::mem::take(list(&mut state))
+        };
+        self.queue_callbacks(callbacks, "lost bookie recovery delay callback", list);
     }
 
-    /// Queues each callback as its own task; after close the executor refuses them and they
-    /// are dropped unrun (here, outside any lock).
-    fn queue_callbacks(&self, callbacks: Vec<Callback>, what: &'static str) {
-        for callback in callbacks {
-            let refused = self.executor.execute(move || {
+    /// Queues each callback as its own task. After close the executor refuses them and they
+    /// are dropped unrun (here, outside any lock). If the executor cannot start its thread
+    /// (its next task tries again), the refused callback and the rest go back, in order, to
+    /// the front of the pending list that `list` picks: they run at the next occasion (the
+    /// next change, registration or reconnect check) instead of being lost.
+    fn queue_callbacks(
+        &self,
+        callbacks: Vec<Callback>,
+        what: &'static str,
+        list: fn(&mut ManagerState) -> &mut Vec<Callback>,
+    ) {
+        let mut callbacks = callbacks.into_iter();
+        while let Some(callback) = callbacks.next() {
+            let Err(refused) = self.executor.execute(move || {
                 call_user(what, callback);
-            });
-            drop(refused);
+            }) else {
+                continue;
+            };
+            let (task, reason) = refused.into_parts();
+            if !matches!(reason, RejectReason::ThreadStartFailed(_)) {
+                return; // closed: this one and the rest are dropped unrun
+            }
+            tracing::error!(%reason, "{what}s wait: the manager's thread cannot start");
+            let mut kept: Vec<Callback> = vec![Box::new(task)];
+            kept.extend(callbacks);
+            let mut state = self.state.lock();
+            if state.closed {
+                drop(state);
+                drop(kept);
+                return;
+            }
+            let pending = list(&mut state);
+            kept.append(pending);
+            *pending = kept;
+            return;
         }
     }
 

@@ -191,6 +191,8 @@ impl<P: BatchPushSource> BatchPushAdapter<P> {
                 state: Mutex::new(PushState {
                     items: VecDeque::new(),
                     closed: false,
+                    task: 0,
+                    failed: false,
                 }),
                 not_empty: Condvar::new(),
                 not_full: Condvar::new(),
@@ -258,8 +260,11 @@ impl<P: BatchPushSource> BatchSource for BatchPushAdapter<P> {
     }
 
     fn prepare(&self, task: Self::Task) -> Result<(), SourceError> {
+        let (number, stale) = self.queue.begin_task();
+        drop(stale);
         let pusher = RecordPusher {
             queue: Arc::clone(&self.queue),
+            task: number,
         };
         self.source.prepare(task, pusher)
     }
@@ -312,12 +317,15 @@ impl<P: BatchPushSource> fmt::Debug for BatchPushAdapter<P> {
 /// ```
 pub struct RecordPusher<R> {
     queue: Arc<PushQueue<R>>,
+    /// The number of the task this pusher was made for (see [`PushState::task`]).
+    task: u64,
 }
 
 impl<R> Clone for RecordPusher<R> {
     fn clone(&self) -> Self {
         Self {
             queue: Arc::clone(&self.queue),
+            task: self.task,
         }
     }
 }
@@ -327,14 +335,16 @@ impl<R> RecordPusher<R> {
     ///
     /// # Errors
     ///
-    /// [`PushError`] with the record once the source is closed.
+    /// [`PushError`] with the record once the source is closed, or once this pusher's task is
+    /// over: its failure (see [`fail`](Self::fail)) was read, or the reader moved on to a
+    /// later task.
     ///
     /// # Examples
     ///
     /// See [`RecordPusher`].
     pub fn push(&self, record: R) -> Result<(), PushError<R>> {
         self.queue
-            .put(Pushed::Record(record))
+            .put(self.task, Pushed::Record(record))
             .map_err(|pushed| match pushed {
                 Pushed::Record(record) => PushError(record),
                 _ => unreachable!("put hands back what it was given"),
@@ -342,17 +352,19 @@ impl<R> RecordPusher<R> {
     }
 
     /// Ends the task: the read after its last record moves on to the next task. Ignored once
-    /// the source is closed.
+    /// the source is closed or the task is over.
     ///
     /// # Examples
     ///
     /// See [`RecordPusher`].
     pub fn end_of_task(&self) {
-        let _ = self.queue.put(Pushed::EndOfTask);
+        let _ = self.queue.put(self.task, Pushed::EndOfTask);
     }
 
     /// Fails the task: the read after its last pushed record returns `error` (Pulsar's
-    /// `notifyError`). Ignored once the source is closed.
+    /// `notifyError`), and the task is over: the read after that moves on to the next task,
+    /// and what this task's pushers push from then on (an `end_of_task` too) is refused or
+    /// discarded. Ignored once the source is closed or the task is over.
     ///
     /// # Examples
     ///
@@ -365,7 +377,7 @@ impl<R> RecordPusher<R> {
     /// # let _ = on_broken_file;
     /// ```
     pub fn fail(&self, error: SourceError) {
-        let _ = self.queue.put(Pushed::Failed(error));
+        let _ = self.queue.put(self.task, Pushed::Failed(error));
     }
 }
 
@@ -395,16 +407,29 @@ struct PushQueue<R> {
 struct PushState<R> {
     items: VecDeque<Pushed<R>>,
     closed: bool,
+    /// The number of the task being read (the latest prepared, counted from 1). Only its
+    /// pushers' items are queued: a task that is over cannot push into the next one.
+    task: u64,
+    /// The current task's failure was taken: the task is over, and the next take ends it.
+    failed: bool,
+}
+
+impl<R> PushState<R> {
+    /// Whether task `task` may still queue items.
+    fn takes_from(&self, task: u64) -> bool {
+        !self.closed && self.task == task && !self.failed
+    }
 }
 
 impl<R> PushQueue<R> {
-    /// Waits for room, then queues; hands the item back once closed.
-    fn put(&self, item: Pushed<R>) -> Result<(), Pushed<R>> {
+    /// Waits for room, then queues `item` of task `task`; hands it back once closed or once
+    /// that task is over.
+    fn put(&self, task: u64, item: Pushed<R>) -> Result<(), Pushed<R>> {
         let mut state = self.state.lock();
-        while !state.closed && state.items.len() >= self.capacity {
+        while state.takes_from(task) && state.items.len() >= self.capacity {
             self.not_full.wait(&mut state);
         }
-        if state.closed {
+        if !state.takes_from(task) {
             return Err(item);
         }
         state.items.push_back(item);
@@ -413,20 +438,39 @@ impl<R> PushQueue<R> {
         Ok(())
     }
 
-    /// Waits for an item; `None` once closed.
+    /// Waits for an item; `None` once closed. After a failure was taken, the end of its task,
+    /// at once: a failed task is over, whatever its pushers do next.
     fn take(&self) -> Option<Pushed<R>> {
         let mut state = self.state.lock();
         loop {
             if state.closed {
                 return None;
             }
+            if state.failed {
+                return Some(Pushed::EndOfTask);
+            }
             if let Some(item) = state.items.pop_front() {
+                state.failed = matches!(item, Pushed::Failed(_));
                 drop(state);
                 self.not_full.notify_one();
                 return Some(item);
             }
             self.not_empty.wait(&mut state);
         }
+    }
+
+    /// Starts the next task: returns its number and what earlier tasks left queued (pushed
+    /// after their end or failure), for the caller to drop outside the lock. Pushers of
+    /// earlier tasks waiting for room wake and are refused.
+    fn begin_task(&self) -> (u64, VecDeque<Pushed<R>>) {
+        let (task, stale) = {
+            let mut state = self.state.lock();
+            state.task += 1;
+            state.failed = false;
+            (state.task, std::mem::take(&mut state.items))
+        };
+        self.not_full.notify_all();
+        (task, stale)
     }
 
     /// Closes: wakes every waiter; returns what was still queued (for the caller to drop

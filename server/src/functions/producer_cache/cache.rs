@@ -102,7 +102,8 @@ where
     P: Producer,
 {
     state: Mutex<CacheState<K, P>>,
-    /// Signalled when a creation finishes (its key is `Ready` or gone, `creating` fell).
+    /// Signalled when a creation finishes (its key is `Ready` or gone, `creating` fell) and
+    /// when a hand-over is done (`handing_over` fell).
     creation_done: Condvar,
     closer: Arc<Closer<P>>,
     max_size: usize,
@@ -118,6 +119,10 @@ struct CacheState<K, P> {
     next_stamp: u64,
     /// `create` calls in progress (each has a `Creating` entry).
     creating: usize,
+    /// Producers removed under this lock and not yet handed over to the closer: `close`
+    /// waits for them too, so that a removal racing it is flushed, closed and counted in the
+    /// report it returns, not dropped as given up after it returned.
+    handing_over: usize,
     closed: bool,
 }
 
@@ -258,6 +263,7 @@ where
                 Ok(Ok(producer)) => {
                     let producer = Arc::new(producer);
                     if state.closed {
+                        state.handing_over += 1;
                         evicted.push(Evicted {
                             topic: key.topic.clone(),
                             producer,
@@ -533,9 +539,10 @@ where
         let deadline = Instant::now() + self.close_timeout;
         self.hand_over(evicted);
         {
-            // Callers still in `create` hand their producer over before they finish.
+            // Callers still in `create` hand their producer over before they finish, and
+            // removals made before `closed` was set are handed over before they count down.
             let mut state = self.state.lock();
-            while state.creating > 0 {
+            while state.creating > 0 || state.handing_over > 0 {
                 if self
                     .creation_done
                     .wait_until(&mut state, deadline)
@@ -543,7 +550,8 @@ where
                 {
                     tracing::warn!(
                         creating = state.creating,
-                        "producer creations still running at close; their producers are abandoned"
+                        handing_over = state.handing_over,
+                        "producer creations or hand-overs still running at close; their producers are abandoned"
                     );
                     break;
                 }
@@ -561,8 +569,16 @@ where
         report
     }
 
+    /// Hands producers removed under the state lock (counted in `handing_over` there) to the
+    /// closer, then lets a waiting `close` go on.
     fn hand_over(&self, evicted: Vec<Evicted<P>>) {
+        if evicted.is_empty() {
+            return;
+        }
+        let count = evicted.len();
         Closer::hand_over(&self.closer, evicted);
+        self.state.lock().handing_over -= count;
+        self.creation_done.notify_all();
     }
 }
 
@@ -615,6 +631,7 @@ where
             unreachable!("checked above")
         };
         self.recency.remove(&stamp);
+        self.handing_over += 1;
         Some(Evicted {
             topic: key.topic.clone(),
             producer,
@@ -625,6 +642,7 @@ where
     /// Removes every ready entry, least recently used first.
     fn drain_ready(&mut self, cause: RemovalCause) -> Vec<Evicted<P>> {
         let keys: Vec<_> = std::mem::take(&mut self.recency).into_values().collect();
+        self.handing_over += keys.len();
         keys.into_iter()
             .map(|key| {
                 let Some(Entry::Ready { producer, .. }) = self.entries.remove(&key) else {
@@ -900,6 +918,7 @@ where
                 recency: BTreeMap::new(),
                 next_stamp: 0,
                 creating: 0,
+                handing_over: 0,
                 closed: false,
             }),
             creation_done: Condvar::new(),
