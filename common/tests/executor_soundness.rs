@@ -45,6 +45,17 @@ fn signal(done: &mpsc::Sender<&'static str>, name: &'static str) -> impl FnOnce(
     move || done.send(name).unwrap()
 }
 
+/// Runs `execute` (an `execute` whose lazy start the scripted factory holds at its gate) on
+/// a thread of its own; returns once the factory was entered, so the start is in progress.
+fn start_held_at_gate(
+    factory: &ScriptedFactory,
+    execute: impl FnOnce() -> Result<(), RejectReason> + Send + 'static,
+) -> thread::JoinHandle<Result<(), RejectReason>> {
+    let starter = thread::spawn(execute);
+    factory.entered.wait(LONG);
+    starter
+}
+
 /// Occupies the worker of `execute`'s executor until the returned sender is used.
 fn block(execute: impl FnOnce(Box<dyn FnOnce() + Send>)) -> mpsc::Sender<()> {
     support::block_worker_with(execute)
@@ -91,11 +102,10 @@ fn a_task_queued_during_a_panicking_start_runs_once_a_later_start_succeeds() {
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Work]);
     let executor = plain(&factory);
     let (done, ran) = mpsc::channel();
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let (executor, first) = (executor.clone(), signal(&done, "first"));
-        thread::spawn(move || executor.execute(first).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(first).map_err(|r| r.into_parts().1)
+    });
     // The start is in progress: this task is queued behind it, not refused.
     executor.execute(signal(&done, "queued")).unwrap();
     factory.gate.count_down();
@@ -117,11 +127,10 @@ fn a_panicking_factory_on_the_shutdown_restart_leaves_the_task_to_shutdown_now()
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);
     let executor = plain(&factory);
     let drops = DropCounter::new();
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let executor = executor.clone();
-        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
     let token = drops.token();
     executor.execute(move || drop(token)).unwrap();
     factory.gate.count_down();
@@ -145,11 +154,10 @@ fn a_panicking_factory_on_the_shutdown_restart_leaves_the_task_to_shutdown_now()
 fn a_shutdown_during_a_start_that_fails_still_runs_the_task_queued_meanwhile() {
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Work]);
     let executor = plain(&factory);
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let executor = executor.clone();
-        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
     let queued = executor.submit(|| 7).unwrap();
     executor.shutdown();
     factory.gate.count_down();
@@ -169,11 +177,10 @@ fn a_shutdown_during_a_start_that_fails_twice_leaves_the_task_to_shutdown_now() 
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);
     let executor = plain(&factory);
     let drops = DropCounter::new();
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let executor = executor.clone();
-        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
     let token = drops.token();
     executor.execute(move || drop(token)).unwrap();
     executor.shutdown();
@@ -196,11 +203,10 @@ fn shutdown_now_racing_the_shutdown_restart_leaves_a_terminated_executor() {
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::PanicAfterSecondGate]);
     let executor = plain(&factory);
     let drops = DropCounter::new();
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let executor = executor.clone();
-        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
     let token = drops.token();
     executor.execute(move || drop(token)).unwrap();
     factory.gate.count_down();
@@ -228,11 +234,10 @@ fn shutdown_now_racing_the_shutdown_restart_leaves_a_terminated_executor() {
 fn a_panicking_factory_on_the_shutdown_restart_of_a_scheduled_executor_is_a_failed_start() {
     let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);
     let executor = scheduled(&factory);
-    let starter = {
+    let starter = start_held_at_gate(&factory, {
         let executor = executor.clone();
-        thread::spawn(move || executor.execute(|| ()).map_err(|r| r.into_parts().1))
-    };
-    factory.entered.wait(LONG);
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
     let timer = executor.schedule(Duration::from_secs(3600), || 5).unwrap();
     factory.gate.count_down();
     assert_factory_panicked(&starter.join().unwrap().unwrap_err());

@@ -35,6 +35,45 @@ fn store_with_events(
     (store, received)
 }
 
+/// Two under-replication managers on one server: `cut` through a proxy the test can partition
+/// (with its store's session events), `other` directly.
+struct TwoManagers {
+    _server: ZooKeeperServer,
+    proxy: PartitionProxy,
+    cut_store: MetadataStore,
+    events: Receiver<SessionEvent>,
+    other_store: MetadataStore,
+    cut: UnderreplicationManager,
+    other: UnderreplicationManager,
+}
+
+impl TwoManagers {
+    fn start() -> Self {
+        let server = ZooKeeperServer::start().unwrap();
+        let proxy = PartitionProxy::start(&server.address());
+        let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
+        let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
+        let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
+        let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+        Self {
+            _server: server,
+            proxy,
+            cut_store,
+            events,
+            other_store,
+            cut,
+            other,
+        }
+    }
+
+    fn close(self) {
+        self.cut.close();
+        self.other.close();
+        self.cut_store.close();
+        self.other_store.close();
+    }
+}
+
 /// Mirrors `ZKSessionTest.testDisconnection`: the server stops and starts again within the
 /// session timeout; the store hears `ConnectionLost`, then `Reconnected`, on the same session
 /// (no `SessionLost` in between), and then a `Resync` notification. Also mirrors
@@ -192,30 +231,23 @@ fn replication_enabled_while_disconnected_runs_the_waiting_callback_after_the_re
         return;
     }
     let _serial = serial();
-    let server = ZooKeeperServer::start().unwrap();
-    let proxy = PartitionProxy::start(&server.address());
-    let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
-    let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
-    let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
-    let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+    let rig = TwoManagers::start();
+    let (cut, other, events, proxy) = (&rig.cut, &rig.other, &rig.events, &rig.proxy);
     other.disable_ledger_replication().unwrap();
     let (ran, enabled) = mpsc::channel();
     cut.notify_ledger_replication_enabled(move || ran.send(()).unwrap())
         .unwrap();
 
     proxy.partition();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
     other.enable_ledger_replication().unwrap();
     proxy.heal();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::Reconnected);
     enabled
         .recv_timeout(RECOVERY)
         .expect("the waiting callback ran after the reconnect");
     assert!(cut.is_ledger_replication_enabled().unwrap());
-    cut.close();
-    other.close();
-    cut_store.close();
-    other_store.close();
+    rig.close();
 }
 
 /// Mirrors BookKeeper's `releaseUnderreplicatedLedger`, which forgets a ledger's lock only once
@@ -229,21 +261,17 @@ fn a_release_that_fails_while_disconnected_keeps_the_lock_for_a_retry() {
         return;
     }
     let _serial = serial();
-    let server = ZooKeeperServer::start().unwrap();
-    let proxy = PartitionProxy::start(&server.address());
-    let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
-    let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
-    let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
-    let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+    let rig = TwoManagers::start();
+    let (cut, other, events, proxy) = (&rig.cut, &rig.other, &rig.events, &rig.proxy);
     cut.mark_ledger_underreplicated(7, "bookie-1:3181").unwrap();
     assert_eq!(cut.poll_ledger_to_rereplicate().unwrap(), Some(7));
 
     proxy.partition();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
     assert!(cut.release_underreplicated_ledger(7).is_err());
     assert_eq!(cut.held_locks(), [7], "a failed release keeps the lock");
     proxy.heal();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::Reconnected);
     cut.release_underreplicated_ledger(7).unwrap();
     assert!(cut.held_locks().is_empty());
     assert_eq!(
@@ -251,10 +279,7 @@ fn a_release_that_fails_while_disconnected_keeps_the_lock_for_a_retry() {
         Some(7),
         "the lock's node is gone: another worker takes the ledger"
     );
-    cut.close();
-    other.close();
-    cut_store.close();
-    other_store.close();
+    rig.close();
 }
 
 /// As the test above, for the lost-bookie recovery delay: it is changed by another worker
@@ -268,28 +293,21 @@ fn a_delay_changed_while_disconnected_runs_the_waiting_callback_after_the_reconn
         return;
     }
     let _serial = serial();
-    let server = ZooKeeperServer::start().unwrap();
-    let proxy = PartitionProxy::start(&server.address());
-    let (cut_store, events) = store_with_events(&proxy.address(), Duration::from_secs(10));
-    let (other_store, _) = store_with_events(&server.address(), Duration::from_secs(10));
-    let cut = UnderreplicationManager::new(cut_store.clone(), "/ledgers").unwrap();
-    let other = UnderreplicationManager::new(other_store.clone(), "/ledgers").unwrap();
+    let rig = TwoManagers::start();
+    let (cut, other, events, proxy) = (&rig.cut, &rig.other, &rig.events, &rig.proxy);
     // Never set before: no earlier change can still be on its way to `cut`.
     let (ran, changed) = mpsc::channel();
     cut.notify_lost_bookie_recovery_delay_changed(move || ran.send(()).unwrap())
         .unwrap();
 
     proxy.partition();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
     other.set_lost_bookie_recovery_delay(30).unwrap();
     proxy.heal();
-    recv_within(&events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::Reconnected);
     changed
         .recv_timeout(RECOVERY)
         .expect("the waiting callback ran after the reconnect");
     assert_eq!(cut.lost_bookie_recovery_delay().unwrap(), 30);
-    cut.close();
-    other.close();
-    cut_store.close();
-    other_store.close();
+    rig.close();
 }
