@@ -378,20 +378,10 @@ fn a_miss_gives_the_credit_back() {
 #[test]
 fn objects_returned_from_other_threads_keep_being_recycled_under_a_one_object_cap() {
     for (max_objects, max_bytes) in [(1, usize::MAX), (usize::MAX, 1024)] {
-        let drops_seen = Arc::new(AtomicUsize::new(0));
-        let factory_drops = Arc::clone(&drops_seen);
-        let recycler = Recycler::builder(move || Token {
-            id: 0,
-            bytes: 1024,
-            dirty: false,
-            drops: Arc::clone(&factory_drops),
-        })
-        .max_objects_per_thread(max_objects)
-        .max_retained_bytes_per_thread(max_bytes)
-        .retained_bytes(|token| token.bytes)
-        .build();
+        let (recycler, _) = tokens(max_objects, max_bytes);
         for _ in 0..10 {
-            let token = recycler.get();
+            let mut token = recycler.get();
+            token.bytes = 1024; // a buffer of 1 KiB, measured on its return
             thread::spawn(move || drop(token)).join().unwrap();
         }
         let pool = recycler.thread_stats();

@@ -229,7 +229,6 @@ mod tests {
     use super::*;
     use crate::executors::scheduled::timer_entry::Once;
     use crate::executors::{NamedThreadFactory, ScheduledExecutor};
-    use std::sync::mpsc::channel;
     use std::time::Duration;
 
     /// The `next_due` hint is never later than the earliest armed timer's deadline, or a timer
@@ -241,15 +240,7 @@ mod tests {
     fn a_timer_armed_before_the_earliest_exact_deadline_lowers_the_next_due_hint() {
         let executor = ScheduledExecutor::new(NamedThreadFactory::new("next-due-hint"));
         // A worker busy in a task does no pass that could refresh the hint meanwhile.
-        let (running, started) = channel();
-        let (release, released) = channel::<()>();
-        executor
-            .execute(move || {
-                running.send(()).unwrap();
-                let _ = released.recv();
-            })
-            .unwrap();
-        started.recv().unwrap();
+        let release = pulsar_testkit::block_worker_with(|task| executor.execute(task).unwrap());
         let core = executor.core();
         let hint = || core.between.next_due_hint();
         let far = executor.schedule(Duration::from_secs(10), || ()).unwrap();
