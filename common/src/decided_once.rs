@@ -33,6 +33,11 @@ impl DecidedOnce {
         }
     }
 
+    /// Whether an answer has been decided (a relaxed look; it decides nothing).
+    pub(crate) fn is_decided(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != UNKNOWN
+    }
+
     #[cold]
     #[inline(never)]
     fn decide(&self, decide: impl FnOnce() -> bool) -> bool {
@@ -56,7 +61,9 @@ mod tests {
                 decisions.set(decisions.get() + 1);
                 answer
             };
+            assert!(!fact.is_decided());
             assert_eq!(fact.get(decide), answer);
+            assert!(fact.is_decided());
             assert_eq!(fact.get(decide), answer);
             assert_eq!(fact.get(|| !answer), answer, "decided: not asked again");
             assert_eq!(decisions.get(), 1);

@@ -37,8 +37,20 @@ pub(crate) fn light() {
     }
 }
 
+/// Decides the mode now. `shutdown_now` calls it before it takes the queue lock, so the one-time
+/// decision (a system call, and a debug log when `membarrier` is unavailable) never runs under
+/// that lock, where [`heavy`] is called: a tracing layer that calls the executor would wedge
+/// there. (The worker's [`light`] runs outside every lock.)
+pub(crate) fn prepare() {
+    membarrier::available();
+}
+
 /// The stealer's side, between its mark and its read of the worker's announcement.
 pub(crate) fn heavy() {
+    debug_assert!(
+        membarrier::is_decided(),
+        "`shutdown_now` decides the mode before it takes the lock and steals"
+    );
     fence(Ordering::SeqCst);
     if membarrier::available() {
         membarrier::barrier();
@@ -69,6 +81,11 @@ mod membarrier {
     #[inline]
     pub(super) fn available() -> bool {
         MODE.get(decide)
+    }
+
+    /// Whether the mode has been decided (no decision is made here).
+    pub(super) fn is_decided() -> bool {
+        MODE.is_decided()
     }
 
     #[cold]
@@ -126,6 +143,11 @@ mod membarrier {
 
     pub(super) fn barrier() {
         unreachable!("never called: `available` is false");
+    }
+
+    /// Nothing to decide here.
+    pub(super) fn is_decided() -> bool {
+        true
     }
 }
 

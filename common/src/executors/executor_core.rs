@@ -9,6 +9,7 @@
 use crate::collections::ring::Ring;
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::cancelled_tasks::CancelledTasks;
+use crate::executors::claim_fence;
 use crate::executors::executor_counters::{self, EventCounters, WorkerCounters};
 use crate::executors::executor_stats::ExecutorStats;
 use crate::executors::raw_task::RawTask;
@@ -431,6 +432,9 @@ impl<B: BetweenBatches> ExecutorCore<B> {
     /// oldest first (then what `B` hands back: one-shot timers, earliest first). The running
     /// task (if any) finishes. Idempotent.
     pub(crate) fn shutdown_now(this: &Arc<Self>) -> Vec<Task> {
+        // The steal's fence may decide its mode the first time (a system call and perhaps a
+        // log): decided here, before the lock, never under it.
+        claim_fence::prepare();
         let mut queue = this.queue.lock();
         if queue.run < STOP {
             this.lifecycle.set_run(&mut queue.run, STOP);

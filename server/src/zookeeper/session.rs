@@ -40,6 +40,7 @@ use crate::metadata::{
 use crate::zookeeper::error::ZooKeeperError;
 use crate::zookeeper::io::IoRuntime;
 use parking_lot::{Condvar, Mutex};
+use pulsar_common::executors::RejectReason;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -332,7 +333,7 @@ impl SessionInner {
                     reason: error.to_string(),
                 })
             }),
-            Err(_) => Err(ZooKeeperError::Closed),
+            Err(rejected) => Err(refused_error(rejected.reason())),
         }
     }
 
@@ -639,6 +640,22 @@ async fn wait_until_terminated(mut states: zk::StateWatcher) {
     while !states.changed().await.is_terminated() {}
 }
 
+/// The error for work `zk-connect-executor` refused: `Closed` after the session's close shut it
+/// down, `ThreadStart` when its thread could not be started (a session that is not closed, so
+/// the caller may try again).
+fn refused_error(reason: &RejectReason) -> ZooKeeperError {
+    match reason {
+        RejectReason::Shutdown => ZooKeeperError::Closed,
+        RejectReason::ThreadStartFailed(error) => ZooKeeperError::ThreadStart {
+            reason: error.to_string(),
+        },
+        _ => ZooKeeperError::Client {
+            what: "handing work to zk-connect-executor",
+            reason: reason.to_string(),
+        },
+    }
+}
+
 fn client_error(what: &'static str, error: zk::Error) -> ZooKeeperError {
     ZooKeeperError::Client {
         what,
@@ -671,5 +688,24 @@ impl fmt::Debug for ZooKeeperSession {
             .field("sessions_established", &established)
             .field("closed", &closed)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn work_refused_for_a_thread_that_cannot_start_is_a_thread_start_error_not_closed() {
+        let refused = RejectReason::ThreadStartFailed(io::Error::other("no threads left"));
+        match refused_error(&refused) {
+            ZooKeeperError::ThreadStart { reason } => assert!(reason.contains("no threads left")),
+            other => panic!("expected ThreadStart, got {other:?}"),
+        }
+        assert_eq!(
+            refused_error(&RejectReason::Shutdown),
+            ZooKeeperError::Closed
+        );
     }
 }
