@@ -125,8 +125,9 @@ impl PulsarClient {
 
     /// Closes the client: closes every consumer it made (and returns the messages they had not
     /// yet handed out, consumer by consumer), then shuts down the providers it created
-    /// (`shutdown_now`, waiting up to 10 s per executor). Providers it was given are left
-    /// running. Idempotent: later calls return nothing.
+    /// (`shutdown_now`, waiting up to 10 s for each provider's executors to terminate: up to
+    /// 30 s in all for the internal, listener and scheduled providers). Providers it was given
+    /// are left running. Idempotent: later calls return nothing.
     pub fn close(&self) -> Vec<Message> {
         let consumers = {
             let mut consumers = self.inner.consumers.lock();

@@ -28,7 +28,9 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 ///   the same N; [`get_executor_for_key`](Self::get_executor_for_key) for any `Hash` key. Every
 ///   `get_executor*` returns a reference into [`executors`](Self::executors).
 /// - **Sharing**: wrap it in an `Arc` to give one set of executors to many clients (a broker's
-///   internal clients); only [`shutdown_now`](Self::shutdown_now) stops it.
+///   internal clients); [`shutdown_now`](Self::shutdown_now) stops it, and so does dropping the
+///   last handle to its executors (the provider's and every consumer's clones; a graceful
+///   shutdown: queued tasks still run).
 ///
 /// # Examples
 ///
@@ -146,16 +148,17 @@ impl<E: Executor> ExecutorPool<E> {
     }
 
     /// Stops every executor (`shutdown_now`: on scheduled executors periodic timers are
-    /// cancelled and one-shot timers returned), then waits up to 10 s for each to terminate,
-    /// logging a warning that names the thread of each that did not (it is still running a
-    /// task: Rust cannot interrupt it). Returns the tasks that never started, executor by
-    /// executor; dropping them cancels them.
+    /// cancelled and one-shot timers returned), then waits until all have terminated, at most
+    /// 10 s in all (one deadline for the provider), logging a warning that names the thread of
+    /// each that did not (it is still running a task: Rust cannot interrupt it). Called from a
+    /// task of one of its executors, it cannot wait for that one, which terminates when the
+    /// task returns (no warning is logged for it). Returns the tasks that never started,
+    /// executor by executor; dropping them cancels them.
     pub fn shutdown_now(&self) -> Vec<Task> {
         self.shutdown_now_timeout(SHUTDOWN_TIMEOUT)
     }
 
-    /// [`shutdown_now`](Self::shutdown_now) waiting up to `timeout` per executor instead of
-    /// 10 s.
+    /// [`shutdown_now`](Self::shutdown_now) waiting up to `timeout` in all instead of 10 s.
     pub fn shutdown_now_timeout(&self, timeout: Duration) -> Vec<Task> {
         self.group.shutdown_now_within(timeout).0
     }

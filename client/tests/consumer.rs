@@ -487,8 +487,8 @@ impl ConsumerExecutor for ChannelExecutor {
     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
         self.jobs.fetch_add(1, Ordering::Relaxed);
         match &*self.sender.lock().unwrap() {
-            Some(sender) => sender.send(job).map_err(|_| JobRejected),
-            None => Err(JobRejected),
+            Some(sender) => sender.send(job).map_err(|_| JobRejected::ShutDown),
+            None => Err(JobRejected::ShutDown),
         }
     }
 }

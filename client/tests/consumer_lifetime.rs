@@ -238,6 +238,110 @@ fn listener_jobs_refused_by_a_failed_thread_start_are_queued_again_with_the_next
     assert!(consumer.close().is_empty(), "nothing left in the lane");
 }
 
+/// Key_Shared: a lane whose thread start failed is handed its refused jobs again at the next
+/// routing pass even when no new message routes to it. (Audit of 2026-12-07, second pass: the
+/// refused jobs were queued again only with a new message for the same lane, so one key's
+/// messages could wait for good while the other keys flowed.)
+#[test]
+fn a_key_shared_lane_whose_thread_start_failed_gets_its_jobs_again_without_a_new_message_for_it() {
+    let internal = PulsarExecutors::new_single_thread_executor();
+    let steady = PulsarExecutors::new_single_thread_executor();
+    let failing = PulsarExecutors::new_single_thread_executor_with(FailsFirst(Default::default()));
+    // A key for each lane, found with the index Key_Shared uses (the provider's by-bytes pick).
+    let index = pulsar_client::ExecutorProvider::new(2, "key-index").unwrap();
+    let key_for_lane = |lane: usize| {
+        (0..)
+            .map(|i| format!("key-{i}"))
+            .find(|key| {
+                std::ptr::eq(
+                    index.get_executor_for_bytes(key.as_bytes()),
+                    &index.executors()[lane],
+                )
+            })
+            .unwrap()
+    };
+    let seen = Seen::default();
+    let recorder = seen.clone();
+    let consumer = Consumer::new(
+        ConsumerOptions::new("key-shared-fails-first")
+            .subscription_type(SubscriptionType::KeyShared)
+            .message_listener(move |_: &Consumer, m: Message| recorder.record(&m)),
+        ConsumerExecutors::new(
+            Arc::new(internal.clone()),
+            vec![
+                Arc::new(steady.clone()) as Arc<dyn ConsumerExecutor>,
+                Arc::new(failing.clone()) as Arc<dyn ConsumerExecutor>,
+            ],
+            0,
+        ),
+    );
+    consumer
+        .deliver(message(1).with_key(key_for_lane(1)))
+        .unwrap();
+    drain(&internal); // routed to lane 1: its thread start failed, the job was refused
+    assert!(seen.ids().is_empty());
+    consumer
+        .deliver(message(2).with_key(key_for_lane(0)))
+        .unwrap();
+    drain(&internal); // routes message 2 to lane 0, and hands lane 1 its refused job again
+    drain(&steady);
+    drain(&failing);
+    let mut ids = seen.ids();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2], "both delivered");
+    assert!(consumer.close().is_empty(), "nothing left in the lanes");
+    index.shutdown_now();
+}
+
+/// A listener executor that refuses every job as shut down, counting the jobs it was offered.
+#[derive(Debug, Default)]
+struct ShutDownExecutor {
+    offered: std::sync::atomic::AtomicUsize,
+}
+
+impl ConsumerExecutor for ShutDownExecutor {
+    fn execute_job(
+        &self,
+        _job: pulsar_client::ConsumerJob,
+    ) -> Result<(), pulsar_client::JobRejected> {
+        self.offered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Err(pulsar_client::JobRejected::ShutDown)
+    }
+}
+
+/// A shut-down listener executor is offered each message's job once: its refused jobs are not
+/// offered again at every later hand-over. (Audit of 2026-12-07, second pass: they were, so
+/// with N messages stuck each delivery made and dropped N jobs: N^2/2 in all, on the internal
+/// executor other consumers share.) Every message is still returned by `close`.
+#[test]
+fn a_shut_down_listener_executor_is_offered_each_job_once() {
+    const MESSAGES: u64 = 50;
+    let internal = PulsarExecutors::new_single_thread_executor();
+    let listener = Arc::new(ShutDownExecutor::default());
+    let consumer = Consumer::new(
+        ConsumerOptions::new("shut-down-listener")
+            .subscription_type(SubscriptionType::Shared)
+            .message_listener(|_: &Consumer, _: Message| {}),
+        ConsumerExecutors::new(
+            Arc::new(internal.clone()),
+            vec![Arc::clone(&listener) as Arc<dyn ConsumerExecutor>],
+            0,
+        ),
+    );
+    for id in 0..MESSAGES {
+        consumer.deliver(message(id)).unwrap();
+        drain(&internal); // one routing pass per message
+    }
+    assert_eq!(
+        listener.offered.load(std::sync::atomic::Ordering::Relaxed),
+        MESSAGES as usize,
+        "one job per message, offered once"
+    );
+    let returned: Vec<u64> = consumer.close().iter().map(id_of).collect();
+    assert_eq!(returned, (0..MESSAGES).collect::<Vec<_>>());
+}
+
 /// The last handle dropped while messages are being routed and delivered on two listener
 /// threads: in every round the state is freed exactly once, after the last job.
 #[test]

@@ -331,3 +331,48 @@ fn debug_names_the_group_and_its_state() {
         "{text}"
     );
 }
+
+/// `shutdown_now_within` called by a task of one of the group's executors cannot wait for that
+/// executor, and does not warn that it "did not terminate in time": it terminates when the
+/// calling task returns. (Audit of 2026-12-07, second pass: a client closed from its listener
+/// logged that warning for the caller's own thread, though nothing was waited for.)
+#[test]
+fn shutting_a_group_down_from_its_own_thread_logs_no_termination_warning_for_that_thread() {
+    let group = Arc::new(ExecutorGroup::new("self-shutdown", 2));
+    let inside = Arc::clone(&group);
+    let (terminated, warnings) = group.executors()[0]
+        .submit(move || {
+            pulsar_testkit::capture_warnings(|| {
+                inside.shutdown_now_within(Duration::from_millis(20)).1
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        !terminated,
+        "the caller's own executor was still running it"
+    );
+    assert!(
+        warnings.is_empty(),
+        "no warning for the caller's own thread: {warnings:?}"
+    );
+    assert!(group.await_termination(Duration::from_secs(10)));
+    // A thread other than the group's own does get the warning for an executor still busy.
+    let group = ExecutorGroup::new("busy", 1);
+    let (release, held) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    group.executors()[0]
+        .execute(move || {
+            started.send(()).unwrap();
+            let _ = held.recv();
+        })
+        .unwrap();
+    running.recv().unwrap();
+    let ((_, terminated), warnings) =
+        pulsar_testkit::capture_warnings(|| group.shutdown_now_within(Duration::from_millis(20)));
+    assert!(!terminated);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    drop(release);
+    assert!(group.await_termination(Duration::from_secs(10)));
+}

@@ -36,8 +36,9 @@
 //! the queue is not empty). The loom models in
 //! `loom_tests.rs` check this on the real code; a mutant that resets the flag after the pass
 //! instead of before fails them. (When that next `false` is instead written for a trigger its
-//! executor refused, or one dropped unrun, the internal executor is shut down: messages then
-//! wait for `close`, which returns them.)
+//! executor refused, or one dropped unrun, either the internal executor is shut down, and
+//! messages then wait for `close`, which returns them, or its thread could not start, and they
+//! wait for the next `deliver`, whose trigger tries the start again.)
 //!
 //! `close` sets `closed`, terminates the receive queue (so `deliver` hands messages back),
 //! takes the routing lock (so no message is between the queue and a lane), then drains the
@@ -63,7 +64,7 @@
 
 use crate::consumer::batch_top_up::BatchTopUp;
 use crate::consumer::sync::{now, offer_core};
-use crate::consumer::{Consumer, ConsumerJob, ConsumerShared, Message};
+use crate::consumer::{Consumer, ConsumerJob, ConsumerShared, JobRejected, Message};
 use crate::executor_index::KeyIndexer;
 use pulsar_common::executors::panic_message;
 use std::panic::{self, AssertUnwindSafe};
@@ -170,7 +171,10 @@ impl ConsumerShared {
                     by_lane[lane].push(message);
                 }
                 for (lane, messages) in by_lane.iter_mut().enumerate() {
-                    if !messages.is_empty() {
+                    // A lane whose jobs were refused for a failed thread start is handed over
+                    // even with no new message, so its messages do not wait for one of their
+                    // keys to come again.
+                    if !messages.is_empty() || self.lanes[lane].has_refused_jobs() {
                         self.hand_to_lane(consumer, lane, messages, jobs);
                     }
                 }
@@ -192,12 +196,16 @@ impl ConsumerShared {
         let count = messages.len() + target.take_refused_jobs();
         ConsumerJob::for_lane(consumer, lane, count, jobs);
         target.push_all(messages);
-        if target.executor.execute_jobs(jobs).is_err() {
-            // The messages stay in the lane: `close` returns them, and the next hand-over
-            // queues their jobs again (an executor whose thread could not start tries again
-            // then). A job that finds the lane empty does nothing, so counting every job of
-            // a partly refused batch as refused is safe.
-            target.note_refused_jobs(count);
+        if let Err(rejected) = target.executor.execute_jobs(jobs) {
+            // The messages stay in the lane: `close` returns them. An executor whose thread
+            // could not start stays open and tries again at its next task, so the next
+            // hand-over queues their jobs again (a job that finds the lane empty does nothing,
+            // so counting every job of a partly refused batch as refused is safe). A shut-down
+            // executor never accepts again: offering it the jobs at every hand-over would
+            // only make and drop more of them each time.
+            if rejected == JobRejected::ThreadStartFailed {
+                target.note_refused_jobs(count);
+            }
             self.log_rejection("listener");
         }
     }

@@ -2,19 +2,46 @@
 
 use crate::consumer::ConsumerJob;
 use crate::executor_provider::ExecutorProvider;
-use pulsar_common::executors::{ScheduledExecutor, SingleThreadExecutor};
+use pulsar_common::executors::{RejectReason, ScheduledExecutor, SingleThreadExecutor};
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
-/// An executor refused a [`ConsumerJob`] (it was shut down). The job is dropped; the consumer
-/// still holds the messages it concerned, and [`Consumer::close`](crate::Consumer::close) returns them.
+/// An executor refused a [`ConsumerJob`]. The job is dropped; the consumer still holds the
+/// messages it concerned: [`Consumer::close`](crate::Consumer::close) returns those that are
+/// never delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JobRejected;
+#[non_exhaustive]
+pub enum JobRejected {
+    /// The executor was shut down: it will never accept work again. The consumer does not offer
+    /// the refused jobs again.
+    ShutDown,
+    /// The executor could not start its thread (the thread factory failed or panicked; the
+    /// executor logged why) and stays open: a later job may be accepted. The consumer offers
+    /// the refused listener jobs again at its next hand-over to that executor.
+    ThreadStartFailed,
+}
+
+impl JobRejected {
+    /// The rejection for our executors' [`RejectReason`].
+    fn from_reason(reason: &RejectReason) -> Self {
+        match reason {
+            RejectReason::ThreadStartFailed(_) => JobRejected::ThreadStartFailed,
+            _ => JobRejected::ShutDown,
+        }
+    }
+}
 
 impl fmt::Display for JobRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the executor refused the consumer's job: it has been shut down")
+        match self {
+            JobRejected::ShutDown => {
+                f.write_str("the executor refused the consumer's job: it has been shut down")
+            }
+            JobRejected::ThreadStartFailed => f.write_str(
+                "the executor refused the consumer's job: its thread could not be started",
+            ),
+        }
     }
 }
 
@@ -43,7 +70,7 @@ impl Error for JobRejected {}
 ///
 /// impl ConsumerExecutor for ChannelExecutor {
 ///     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
-///         self.0.lock().unwrap().send(job).map_err(|_| JobRejected)
+///         self.0.lock().unwrap().send(job).map_err(|_| JobRejected::ShutDown)
 ///     }
 /// }
 ///
@@ -57,7 +84,8 @@ pub trait ConsumerExecutor: Send + Sync + fmt::Debug + 'static {
     ///
     /// # Errors
     ///
-    /// [`JobRejected`] when the executor no longer accepts work.
+    /// [`JobRejected::ShutDown`] when the executor no longer accepts work;
+    /// [`JobRejected::ThreadStartFailed`] when it cannot run it now but may later.
     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected>;
 
     /// Queues every job of `jobs`, in order, as separate jobs; `jobs` is left empty. The
@@ -68,7 +96,8 @@ pub trait ConsumerExecutor: Send + Sync + fmt::Debug + 'static {
     ///
     /// # Errors
     ///
-    /// [`JobRejected`] if the executor refused any of them (the refused jobs are dropped).
+    /// [`JobRejected`] if the executor refused any of them (the refused jobs are dropped); the
+    /// last refusal's kind.
     fn execute_jobs(&self, jobs: &mut Vec<ConsumerJob>) -> Result<(), JobRejected> {
         let mut outcome = Ok(());
         for job in jobs.drain(..) {
@@ -83,26 +112,28 @@ pub trait ConsumerExecutor: Send + Sync + fmt::Debug + 'static {
 impl ConsumerExecutor for SingleThreadExecutor {
     #[inline]
     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
-        self.execute(move || job.run()).map_err(|_| JobRejected)
+        self.execute(move || job.run())
+            .map_err(|rejected| JobRejected::from_reason(rejected.reason()))
     }
 
     /// One [`SingleThreadExecutor::execute_all`]: one lock of the queue for the whole batch.
     fn execute_jobs(&self, jobs: &mut Vec<ConsumerJob>) -> Result<(), JobRejected> {
         self.execute_all(jobs.drain(..).map(|job| move || job.run()))
-            .map_err(|_| JobRejected)
+            .map_err(|rejected| JobRejected::from_reason(rejected.reason()))
     }
 }
 
 impl ConsumerExecutor for ScheduledExecutor {
     #[inline]
     fn execute_job(&self, job: ConsumerJob) -> Result<(), JobRejected> {
-        self.execute(move || job.run()).map_err(|_| JobRejected)
+        self.execute(move || job.run())
+            .map_err(|rejected| JobRejected::from_reason(rejected.reason()))
     }
 
     /// One [`ScheduledExecutor::execute_all`] (the FIFO fast path, one lock for the batch).
     fn execute_jobs(&self, jobs: &mut Vec<ConsumerJob>) -> Result<(), JobRejected> {
         self.execute_all(jobs.drain(..).map(|job| move || job.run()))
-            .map_err(|_| JobRejected)
+            .map_err(|rejected| JobRejected::from_reason(rejected.reason()))
     }
 }
 

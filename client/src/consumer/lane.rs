@@ -34,9 +34,11 @@ pub(crate) struct Lane {
     /// The messages and the job count share one line: the router writes both once per share,
     /// the listener thread both once per job.
     state: CachePadded<LaneState>,
-    /// Listener jobs the executor refused (it was shut down, or could not start its thread)
-    /// whose messages stayed in the lane: the next hand-over queues them again, so that a
-    /// thread start that fails once does not leave the lane behind for good. Read and written
+    /// Listener jobs the executor refused because it could not start its thread, whose messages
+    /// stayed in the lane: the next hand-over queues them again (the routing pass hands over
+    /// such a lane even when no new message is routed to it), so that a thread start that
+    /// fails once does not leave the lane behind for good. Jobs a shut-down executor refused
+    /// are not counted: it never accepts again. Read and written
     /// only by the routing pass; zero but after a refusal.
     refused_jobs: AtomicUsize,
 }
@@ -77,6 +79,12 @@ impl Lane {
                 refused
             }
         }
+    }
+
+    /// Whether refused jobs wait to be queued again. Routing pass only.
+    #[inline]
+    pub(crate) fn has_refused_jobs(&self) -> bool {
+        self.refused_jobs.load(Ordering::Relaxed) != 0
     }
 
     /// Records `count` listener jobs the executor refused. Routing pass only.

@@ -106,6 +106,12 @@ pub trait Executor: Clone + fmt::Debug + Send + Sync + 'static {
 
     /// A name for logs (the worker thread's, once it exists).
     fn name(&self) -> String;
+
+    /// Whether the calling thread is this executor's worker (the caller is one of its
+    /// tasks), where `await_termination` cannot wait for it. The default says no; ours tell.
+    fn is_current_worker(&self) -> bool {
+        false
+    }
 }
 
 impl<K: BetweenBatches> Executor for SingleWorkerExecutor<K> {
@@ -167,5 +173,9 @@ impl<K: BetweenBatches> Executor for SingleWorkerExecutor<K> {
 
     fn name(&self) -> String {
         SingleWorkerExecutor::name(self)
+    }
+
+    fn is_current_worker(&self) -> bool {
+        SingleWorkerExecutor::is_current_worker(self)
     }
 }

@@ -210,7 +210,9 @@ impl<E: Executor> ExecutorGroup<E> {
     /// Stops every executor (`shutdown_now`), then waits until all have terminated or
     /// `timeout` has passed — one deadline for the whole group — logging a warning that names
     /// each executor still running a task (Rust cannot interrupt it). Returns the tasks that
-    /// never started, executor by executor, and whether all terminated.
+    /// never started, executor by executor, and whether all terminated. Called from one of the
+    /// group's own threads, that executor cannot terminate while the call waits (the result is
+    /// `false`), and is not warned about: it terminates when the calling task returns.
     pub fn shutdown_now_within(&self, timeout: Duration) -> (Vec<Task>, bool) {
         let tasks = self.shutdown_now();
         let terminated = self.await_termination(timeout);
@@ -222,6 +224,16 @@ impl<E: Executor> ExecutorGroup<E> {
 
     fn warn_unterminated(&self, timeout: Duration) {
         for executor in self.executors.iter().filter(|e| !e.is_terminated()) {
+            if executor.is_current_worker() {
+                // The caller is this executor's task: nothing was waited for, and the executor
+                // terminates once the caller returns. Not a slow task worth a warning.
+                tracing::debug!(
+                    group = %self.pool_name,
+                    thread = %executor.name(),
+                    "executor shut down from its own thread: it terminates when the calling task returns"
+                );
+                continue;
+            }
             tracing::warn!(
                 group = %self.pool_name,
                 thread = %executor.name(),

@@ -308,6 +308,26 @@ impl<K: BetweenBatches> SingleWorkerExecutor<K> {
         self.core().stats()
     }
 
+    /// Whether the calling thread is this executor's worker, i.e. the caller is one of its
+    /// tasks. There `await_termination` returns `false` at once (the worker cannot end while it
+    /// runs the caller), and `invoke_all` / `invoke_any` refuse with
+    /// [`TaskError::WouldDeadlock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pulsar_common::executors::PulsarExecutors;
+    ///
+    /// let executor = PulsarExecutors::new_single_thread_executor();
+    /// assert!(!executor.is_current_worker());
+    /// let inside = executor.clone();
+    /// assert!(executor.submit(move || inside.is_current_worker()).unwrap().join().unwrap());
+    /// # executor.shutdown();
+    /// ```
+    pub fn is_current_worker(&self) -> bool {
+        self.core().is_current_worker()
+    }
+
     /// Whether dropping the last clone shuts the executor down without a warning.
     pub fn auto_shutdown_on_drop(&self) -> bool {
         self.handle.auto_shutdown_on_drop
