@@ -6,10 +6,11 @@ mod common;
 
 use common::{assert_threads_gone, recv, recv_until, TestBackend};
 use pulsar_server::leader::{LeaderService, LeaderServiceError, LeadershipListener};
-use pulsar_server::metadata::{MetadataStore, MetadataStoreError};
+use pulsar_server::metadata::{ExpectedVersion, MetadataStore, MetadataStoreError};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 use std::thread;
+use std::time::Duration;
 
 const ELECTION: &str = "/functions/leader";
 
@@ -102,6 +103,7 @@ across_backends!(
     close_releases_leadership_and_stops_the_executor,
     close_is_idempotent_and_calls_after_close_fail,
     a_sole_leader_leads_again_after_losing_its_session,
+    a_failed_election_round_is_retried_until_the_candidate_leads,
 );
 
 fn a_sole_candidate_leads_once_started(backend: &TestBackend) {
@@ -209,11 +211,17 @@ fn callbacks_run_in_order_on_the_leader_service_thread(backend: &TestBackend) {
         callbacks,
         [Callback::Active, Callback::Inactive, Callback::Active]
     );
-    let executor_thread = a.service.threads().names();
-    assert_eq!(executor_thread.len(), 1);
+    // `leader-service`, and `leader-service-retry` if a round failed while the session was
+    // being re-established (the retry timer only queues rounds on `leader-service`).
+    let names = a.service.threads().names();
+    let executor_thread: Vec<_> = names
+        .iter()
+        .filter(|name| !name.starts_with("leader-service-retry-"))
+        .collect();
+    assert_eq!(executor_thread.len(), 1, "{names:?}");
     assert!(executor_thread[0].starts_with("leader-service-"));
     assert!(
-        threads.iter().all(|thread| *thread == executor_thread[0]),
+        threads.iter().all(|thread| thread == executor_thread[0]),
         "{threads:?}"
     );
     assert!(a.service.is_leader());
@@ -291,4 +299,47 @@ fn a_sole_leader_leads_again_after_losing_its_session(backend: &TestBackend) {
     let node = a.store.get(ELECTION).unwrap().expect("the election node");
     assert!(node.stat.created_by_self, "held by the new session");
     a.close();
+}
+
+/// Mirrors the retry of Pulsar's `LeaderElectionImpl` (`LEADER_ELECTION_RETRY_DELAY_SECONDS`): a
+/// round that fails for another reason than a lost race is tried again, so the candidate leads
+/// once the cause is gone, with no session event and no deletion of the election node to start
+/// a round. Here the cause is the node's parent: another session's ephemeral node, which cannot
+/// have children. (Audit of 2026-12-07, second pass: a failed round was never retried, and a
+/// cluster could be left with no leader.) The retry timer's thread goes with `close`.
+fn a_failed_election_round_is_retried_until_the_candidate_leads(backend: &TestBackend) {
+    let blocker = backend.open();
+    blocker
+        .put_ephemeral("/blocked", b"", ExpectedVersion::Absent)
+        .unwrap();
+    let store = backend.open();
+    let (heard, received) = mpsc::channel();
+    let service = LeaderService::start_with_retry_delay(
+        store.clone(),
+        "/blocked/leader",
+        "a",
+        Recorder::new("a", &heard),
+        Duration::from_millis(20),
+    )
+    .unwrap();
+    assert!(!service.is_leader(), "the first round failed");
+    blocker.delete("/blocked", ExpectedVersion::Any).unwrap();
+    let (id, callback, thread) = recv(&received);
+    assert_eq!((id, callback), ("a", Callback::Active));
+    assert!(
+        thread.starts_with("leader-service-") && !thread.starts_with("leader-service-retry-"),
+        "the callback runs on leader-service: {thread}"
+    );
+    assert!(service.is_leader());
+    let threads = service.threads();
+    assert_eq!(
+        threads.names().len(),
+        2,
+        "leader-service and leader-service-retry: {:?}",
+        threads.names()
+    );
+    service.close();
+    assert_threads_gone(&threads);
+    store.close();
+    blocker.close();
 }

@@ -12,4 +12,10 @@ pub enum LeaderServiceError {
     /// The metadata store failed (for `start`, an invalid election path is reported here).
     #[error("leader election failed: {0}")]
     Store(#[from] MetadataStoreError),
+    /// The service's thread could not be started.
+    #[error("cannot start the leader service's thread: {reason}")]
+    ThreadStart {
+        /// The operating system's (or the thread factory's) error.
+        reason: String,
+    },
 }

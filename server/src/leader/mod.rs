@@ -11,4 +11,4 @@ mod error;
 mod service;
 
 pub use error::LeaderServiceError;
-pub use service::{LeaderService, LeadershipListener};
+pub use service::{LeaderService, LeadershipListener, DEFAULT_RETRY_DELAY};

@@ -14,6 +14,15 @@
 //! | `SessionReestablished`, `Reconnected` | elect (a leader whose node survived leads again; a follower re-reads the node, whose deletion it may have missed) |
 //! | `ConnectionLost` | stop leading (until `Reconnected` confirms the node is still ours) |
 //! | `SessionLost` | stop leading, unless the node is held by the store's current session |
+//! | a round that failed (retry timer, [`DEFAULT_RETRY_DELAY`] later) | elect |
+//!
+//! A round that fails with an error other than losing the race (the store timed out, the
+//! path's parent cannot hold the node) is tried again after the retry delay, as Pulsar's
+//! `LeaderElectionImpl` does every 5 s: otherwise, with no session event and no deletion of the
+//! node to follow, no candidate would ever campaign again. (A create that timed out on the
+//! client but was applied on the server leaves a node that names this candidate: the retry
+//! reads it as its own and leads.) The retry timer is a second thread, `leader-service-retry`,
+//! started only by the first failed round; it only queues the round on `leader-service`.
 //!
 //! One leader at a time: a leader that loses its connection cannot tell whether its session
 //! will expire on the server (its node deleted, a follower elected), so it steps down at once.
@@ -24,15 +33,23 @@
 
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::call_user;
-use crate::component::ComponentExecutor;
+use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
 use crate::leader::error::LeaderServiceError;
 use crate::metadata::{
     ExpectedVersion, MetadataStore, MetadataStoreError, Notification, NotificationType,
     SessionEvent, StoreListeners,
 };
 use parking_lot::Mutex;
+use pulsar_common::executors::{
+    ExecutorBuilder, NamedThreadFactory, RejectReason, ScheduledExecutor,
+};
 use std::fmt;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How long after a failed election round the next one starts (Pulsar's
+/// `LEADER_ELECTION_RETRY_DELAY_SECONDS`).
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 /// Hears when this service gains and loses leadership.
 ///
@@ -84,6 +101,8 @@ pub struct LeaderService {
 struct LeaderState {
     leading: bool,
     closed: bool,
+    /// A retry of a failed round is armed on the retry timer and has not run yet.
+    retry_armed: bool,
 }
 
 struct LeaderInner {
@@ -95,6 +114,12 @@ struct LeaderInner {
     store_listeners: StoreListeners,
     /// `leader-service`: every election step and every callback runs here.
     executor: ComponentExecutor,
+    /// `leader-service-retry`: arms the next round after a failed one (its thread starts on
+    /// the first failure); the round itself runs on `executor`.
+    retry_timer: ScheduledExecutor,
+    retry_delay: Duration,
+    /// This service, for the retry timer's task (which must not keep it alive).
+    this: Weak<LeaderInner>,
     state: Mutex<LeaderState>,
 }
 
@@ -103,27 +128,66 @@ impl LeaderService {
     /// round on the `leader-service` thread before returning, so [`is_leader`](Self::is_leader)
     /// is settled (and `became_active` has run, if this candidate won).
     ///
+    /// A round that fails (the store timed out, say) is tried again [`DEFAULT_RETRY_DELAY`]
+    /// later, in the background; `start` still returns the service, which follows meanwhile.
+    ///
     /// # Errors
     ///
-    /// [`LeaderServiceError::Store`] for an invalid path or a closed store.
+    /// [`LeaderServiceError::Store`] for an invalid path or a closed store;
+    /// [`LeaderServiceError::ThreadStart`] when the `leader-service` thread cannot be started.
     pub fn start(
         store: MetadataStore,
         election_path: &str,
         candidate_id: &str,
         listener: impl LeadershipListener,
     ) -> Result<Self, LeaderServiceError> {
+        Self::start_with_retry_delay(
+            store,
+            election_path,
+            candidate_id,
+            listener,
+            DEFAULT_RETRY_DELAY,
+        )
+    }
+
+    /// [`start`](Self::start), with failed rounds tried again `retry_delay` later instead of
+    /// [`DEFAULT_RETRY_DELAY`].
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_with_retry_delay(
+        store: MetadataStore,
+        election_path: &str,
+        candidate_id: &str,
+        listener: impl LeadershipListener,
+        retry_delay: Duration,
+    ) -> Result<Self, LeaderServiceError> {
         // Validates the path and that the store is open.
         store.exists(election_path)?;
-        let inner = Arc::new(LeaderInner {
+        let executor = ComponentExecutor::new("leader-service");
+        let retry_timer = ExecutorBuilder::new()
+            .thread_factory(
+                executor
+                    .threads()
+                    .tracking(Arc::new(NamedThreadFactory::new("leader-service-retry"))),
+            )
+            .auto_shutdown_on_drop(false)
+            .build();
+        let inner = Arc::new_cyclic(|this| LeaderInner {
             store: store.clone(),
             path: election_path.to_owned(),
             candidate: candidate_id.to_owned(),
             listener: Box::new(listener),
             store_listeners: StoreListeners::new(&store),
-            executor: ComponentExecutor::new("leader-service"),
+            executor,
+            retry_timer,
+            retry_delay,
+            this: this.clone(),
             state: Mutex::new(LeaderState {
                 leading: false,
                 closed: false,
+                retry_armed: false,
             }),
         });
         let weak = Arc::downgrade(&inner);
@@ -161,7 +225,17 @@ impl LeaderService {
             Ok(handle) => {
                 let _ = handle.join();
             }
-            Err(_) => return Err(LeaderServiceError::Closed),
+            Err(rejected) => {
+                // Closed, so that the executors are shut down and the listeners removed (a
+                // service dropped unclosed is reported by its executors).
+                service.close();
+                return Err(match rejected.reason() {
+                    RejectReason::ThreadStartFailed(error) => LeaderServiceError::ThreadStart {
+                        reason: error.to_string(),
+                    },
+                    _ => LeaderServiceError::Closed,
+                });
+            }
         }
         Ok(service)
     }
@@ -197,9 +271,10 @@ impl LeaderService {
             .map(|read| String::from_utf8_lossy(&read.value).into_owned()))
     }
 
-    /// Closes the service: its store listeners are removed, the executor is shut down with
-    /// `shutdown_now` (queued steps are dropped) and awaited up to 10 s, then leadership is
-    /// released (the node deleted if this service holds it). Neither callback runs. Idempotent.
+    /// Closes the service: its store listeners are removed, the retry timer and the executor
+    /// are shut down with `shutdown_now` (a retry armed and queued steps are dropped) and the
+    /// executor awaited up to 10 s, then leadership is released (the node deleted if this
+    /// service holds it). Neither callback runs. Idempotent.
     pub fn close(&self) {
         self.inner.close();
     }
@@ -209,7 +284,7 @@ impl LeaderService {
         self.inner.state.lock().closed
     }
 
-    /// The service's executor thread (`leader-service`).
+    /// The service's threads: `leader-service`, and `leader-service-retry` once a round failed.
     pub fn threads(&self) -> ComponentThreads {
         self.inner.executor.threads()
     }
@@ -261,10 +336,35 @@ impl LeaderInner {
         self.elect();
     }
 
+    /// A round failed: the next one starts `retry_delay` later (module docs), unless a retry
+    /// is armed already or the service is closed. A session event or the node's deletion may
+    /// start one sooner.
     fn election_failed(&self, error: &MetadataStoreError) {
-        if *error != MetadataStoreError::AlreadyClosed {
-            // A session event or the node's deletion starts the next round.
-            tracing::warn!(path = %self.path, candidate = %self.candidate, %error, "leader election round failed");
+        if *error == MetadataStoreError::AlreadyClosed {
+            return; // the store is closed: there is nothing to campaign on
+        }
+        {
+            let mut state = self.state.lock();
+            if state.closed || state.retry_armed {
+                return;
+            }
+            state.retry_armed = true;
+        }
+        tracing::warn!(path = %self.path, candidate = %self.candidate, %error, retry_in = ?self.retry_delay, "leader election round failed");
+        let this = self.this.clone();
+        let armed = self.retry_timer.schedule(self.retry_delay, move || {
+            if let Some(inner) = this.upgrade() {
+                inner.state.lock().retry_armed = false;
+                inner.queue(LeaderInner::elect);
+            }
+        });
+        if let Err(rejected) = armed {
+            // Closed meanwhile, or the timer's thread could not start: the next failed round
+            // (a session event, the node's deletion) tries to arm it again.
+            self.state.lock().retry_armed = false;
+            if matches!(rejected.reason(), RejectReason::ThreadStartFailed(_)) {
+                tracing::error!(path = %self.path, reason = %rejected.reason(), "cannot arm the leader election retry");
+            }
         }
     }
 
@@ -326,7 +426,11 @@ impl LeaderInner {
             std::mem::take(&mut state.leading)
         };
         self.store_listeners.remove_all();
+        drop(self.retry_timer.shutdown_now());
         self.executor.close_now("a leadership callback");
+        if !self.retry_timer.await_termination(CLOSE_TIMEOUT) {
+            tracing::warn!(path = %self.path, "leader-service-retry is still running after close");
+        }
         // Also when not leading: a round that raced with close may have created the node.
         self.release_leadership();
         if was_leading {
