@@ -49,6 +49,7 @@ across_backends!(
     operations_after_close_fail_with_already_closed,
     close_is_idempotent,
     close_from_a_listener_returns_and_stops_delivery,
+    close_from_another_thread_while_a_listener_runs_delivers_nothing_more,
     // mirrored from Pulsar's MetadataStoreTest, not covered above
     an_empty_store_has_no_node_below_a_missing_one,
     children_are_listed_level_by_level,
@@ -598,6 +599,45 @@ fn close_from_a_listener_returns_and_stops_delivery(backend: &TestBackend) {
     // `/close-now` was heard; the `ChildrenChanged` queued behind it was dropped by close.
     let heard: Vec<_> = received.try_iter().collect();
     assert_eq!(heard, ["/close-now"]);
+}
+
+/// `close` from another thread while a listener runs and more events are queued: the running
+/// drain delivers nothing after the one in hand. (Audit of 2026-12-07, second pass: the drain
+/// went on through every queued event, and through events queued after `close` began, while
+/// `close` waited up to 10 s for it.)
+fn close_from_another_thread_while_a_listener_runs_delivers_nothing_more(backend: &TestBackend) {
+    let store = backend.open();
+    let (events, received) = mpsc::channel();
+    let (release, held) = mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    store
+        .register_listener(move |n: &Notification| {
+            events.send(n.path.clone()).unwrap();
+            if n.path == "/held" && n.kind == NotificationType::Created {
+                let _ = held.lock().unwrap().recv();
+            }
+        })
+        .unwrap();
+    store.put("/held", b"", ExpectedVersion::Absent).unwrap();
+    assert_eq!(recv(&received), "/held", "the listener is running now");
+    for i in 0..3 {
+        store
+            .put(&format!("/queued-{i}"), b"", ExpectedVersion::Absent)
+            .unwrap();
+    }
+    let closer = {
+        let store = store.clone();
+        thread::spawn(move || store.close())
+    };
+    // `is_closed` turns true under the event queue's lock, where the drain checks it before
+    // each event: once it is seen here, the drain can take no other event.
+    while !store.is_closed() {
+        thread::yield_now();
+    }
+    drop(release);
+    closer.join().unwrap();
+    let heard: Vec<_> = received.try_iter().collect();
+    assert!(heard.is_empty(), "delivered after close began: {heard:?}");
 }
 
 /// Mirrors Pulsar's `MetadataStoreTest.emptyStoreTest`.

@@ -5,6 +5,8 @@
 //!   its close: one timeout ([`CLOSE_TIMEOUT`]) and one warning when a task outlives it.
 //! - [`threads`]: [`ComponentThreads`](threads::ComponentThreads), the threads a component
 //!   started and whether they ended, and the factory wrapper that records them.
+//! - [`RetryTimer`](retry_timer::RetryTimer): a lazily started timer that retries a failed
+//!   step some time later, one retry armed at a time (leader election, load refreshes).
 //! - [`user_code`]: the one panic boundary through which components call user code
 //!   (listeners, callbacks, functions, producers, sources), logging what panicked and where.
 //!
@@ -14,6 +16,7 @@
 //! is here.
 
 mod executor;
+pub(crate) mod retry_timer;
 pub mod threads;
 pub(crate) mod user_code;
 

@@ -31,18 +31,17 @@
 //! called `became_inactive` before another can be elected. When the connection comes back
 //! within the session timeout, the node is still its own and it leads again.
 
+use crate::component::retry_timer::RetryTimer;
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::call_user;
-use crate::component::{ComponentExecutor, CLOSE_TIMEOUT};
+use crate::component::ComponentExecutor;
 use crate::leader::error::LeaderServiceError;
 use crate::metadata::{
     ExpectedVersion, MetadataStore, MetadataStoreError, Notification, NotificationType,
     SessionEvent, StoreListeners,
 };
 use parking_lot::Mutex;
-use pulsar_common::executors::{
-    ExecutorBuilder, NamedThreadFactory, RejectReason, ScheduledExecutor,
-};
+use pulsar_common::executors::RejectReason;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -101,8 +100,6 @@ pub struct LeaderService {
 struct LeaderState {
     leading: bool,
     closed: bool,
-    /// A retry of a failed round is armed on the retry timer and has not run yet.
-    retry_armed: bool,
 }
 
 struct LeaderInner {
@@ -116,8 +113,7 @@ struct LeaderInner {
     executor: ComponentExecutor,
     /// `leader-service-retry`: arms the next round after a failed one (its thread starts on
     /// the first failure); the round itself runs on `executor`.
-    retry_timer: ScheduledExecutor,
-    retry_delay: Duration,
+    retry: RetryTimer,
     /// This service, for the retry timer's task (which must not keep it alive).
     this: Weak<LeaderInner>,
     state: Mutex<LeaderState>,
@@ -166,14 +162,7 @@ impl LeaderService {
         // Validates the path and that the store is open.
         store.exists(election_path)?;
         let executor = ComponentExecutor::new("leader-service");
-        let retry_timer = ExecutorBuilder::new()
-            .thread_factory(
-                executor
-                    .threads()
-                    .tracking(Arc::new(NamedThreadFactory::new("leader-service-retry"))),
-            )
-            .auto_shutdown_on_drop(false)
-            .build();
+        let retry = RetryTimer::new("leader-service", &executor.threads(), retry_delay);
         let inner = Arc::new_cyclic(|this| LeaderInner {
             store: store.clone(),
             path: election_path.to_owned(),
@@ -181,13 +170,11 @@ impl LeaderService {
             listener: Box::new(listener),
             store_listeners: StoreListeners::new(&store),
             executor,
-            retry_timer,
-            retry_delay,
+            retry,
             this: this.clone(),
             state: Mutex::new(LeaderState {
                 leading: false,
                 closed: false,
-                retry_armed: false,
             }),
         });
         let weak = Arc::downgrade(&inner);
@@ -340,32 +327,16 @@ impl LeaderInner {
     /// is armed already or the service is closed. A session event or the node's deletion may
     /// start one sooner.
     fn election_failed(&self, error: &MetadataStoreError) {
-        if *error == MetadataStoreError::AlreadyClosed {
-            return; // the store is closed: there is nothing to campaign on
+        if *error == MetadataStoreError::AlreadyClosed || self.state.lock().closed {
+            return; // nothing to campaign on any more
         }
-        {
-            let mut state = self.state.lock();
-            if state.closed || state.retry_armed {
-                return;
-            }
-            state.retry_armed = true;
-        }
-        tracing::warn!(path = %self.path, candidate = %self.candidate, %error, retry_in = ?self.retry_delay, "leader election round failed");
+        tracing::warn!(path = %self.path, candidate = %self.candidate, %error, retry_in = ?self.retry.delay(), "leader election round failed");
         let this = self.this.clone();
-        let armed = self.retry_timer.schedule(self.retry_delay, move || {
+        self.retry.arm("leader election", move || {
             if let Some(inner) = this.upgrade() {
-                inner.state.lock().retry_armed = false;
                 inner.queue(LeaderInner::elect);
             }
         });
-        if let Err(rejected) = armed {
-            // Closed meanwhile, or the timer's thread could not start: the next failed round
-            // (a session event, the node's deletion) tries to arm it again.
-            self.state.lock().retry_armed = false;
-            if matches!(rejected.reason(), RejectReason::ThreadStartFailed(_)) {
-                tracing::error!(path = %self.path, reason = %rejected.reason(), "cannot arm the leader election retry");
-            }
-        }
     }
 
     /// The connection to the store dropped: leadership cannot be confirmed until it comes
@@ -426,11 +397,8 @@ impl LeaderInner {
             std::mem::take(&mut state.leading)
         };
         self.store_listeners.remove_all();
-        drop(self.retry_timer.shutdown_now());
+        self.retry.close();
         self.executor.close_now("a leadership callback");
-        if !self.retry_timer.await_termination(CLOSE_TIMEOUT) {
-            tracing::warn!(path = %self.path, "leader-service-retry is still running after close");
-        }
         // Also when not leading: a round that raced with close may have created the node.
         self.release_leadership();
         if was_leading {

@@ -18,4 +18,10 @@ pub enum LoadManagerError {
     /// The metadata store failed.
     #[error("load manager store failure: {0}")]
     Store(#[from] MetadataStoreError),
+    /// The load manager's thread could not be started (the call may be tried again).
+    #[error("cannot start the load manager's thread: {reason}")]
+    ThreadStart {
+        /// The operating system's (or the thread factory's) error.
+        reason: String,
+    },
 }

@@ -12,6 +12,7 @@
 //! after the last of them. A refresh replaces the cache whole; brokers whose node is gone drop
 //! out of it and out of placement, and the bundles placed on them are forgotten.
 
+use crate::component::retry_timer::RetryTimer;
 use crate::component::threads::ComponentThreads;
 use crate::component::user_code::call_user;
 use crate::component::ComponentExecutor;
@@ -25,10 +26,17 @@ use crate::metadata::{
     SessionEvent, StoreListeners,
 };
 use parking_lot::Mutex;
+use pulsar_common::executors::RejectReason;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How long after a failed refresh or re-registration it is tried again (as the leader
+/// service's election retry): a step that failed while the connection stayed up (a timed-out
+/// read) has no later event to start it again.
+const RETRY_DELAY: Duration = Duration::from_secs(5);
 
 type CacheListener = Arc<dyn Fn(&[String]) + Send + Sync>;
 
@@ -87,15 +95,21 @@ struct ManagerInner {
     store_listeners: StoreListeners,
     /// `load-manager`: refreshes, re-registration and cache listeners run here.
     executor: ComponentExecutor,
+    /// `load-manager-retry`: queues a failed refresh or re-registration again [`RETRY_DELAY`]
+    /// later (its thread starts on the first failure).
+    retry: RetryTimer,
+    /// This manager, for the retry timer's tasks (which must not keep it alive).
+    this: Weak<ManagerInner>,
     cache: Mutex<Cache>,
     /// Set while a refresh is queued and has not started reading.
     refresh_queued: AtomicBool,
     cache_listeners: Mutex<Arc<[CacheListener]>>,
     state: Mutex<ManagerState>,
-    /// Held by `update_local_report` from its `closed` check through its write, and by `stop`
-    /// while it sets `closed`: a report written by a caller that passed the check lands
-    /// before `stop` deletes the node, never after (which would bring the stopped broker's
-    /// report back until its session ends).
+    /// Held by `update_local_report` from its `closed` check through its write, by `stop`
+    /// while it sets `closed`, and by `register` from its read of the report through its
+    /// writes: a report written by a caller that passed the check lands before `stop` deletes
+    /// the node, never after (which would bring the stopped broker's report back until its
+    /// session ends), and a re-registration never writes an older report over a newer one.
     report_write: Mutex<()>,
 }
 
@@ -106,6 +120,16 @@ fn validate_name(name: &str) -> Result<(), LoadManagerError> {
         });
     }
     Ok(())
+}
+
+/// The error for work the `load-manager` executor refused.
+fn refused(reason: &RejectReason) -> LoadManagerError {
+    match reason {
+        RejectReason::ThreadStartFailed(error) => LoadManagerError::ThreadStart {
+            reason: error.to_string(),
+        },
+        _ => LoadManagerError::Closed,
+    }
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
@@ -120,19 +144,26 @@ impl LoadManager {
     /// # Errors
     ///
     /// [`LoadManagerError::InvalidName`]; [`LoadManagerError::Store`] (a closed store, or the
-    /// registration failed).
+    /// registration failed); [`LoadManagerError::ThreadStart`].
+    ///
+    /// A refresh that fails later (a store timeout, say) is tried again 5 s later, and so is
+    /// the re-registration after a session loss.
     pub fn start(
         store: MetadataStore,
         broker_id: &str,
         report: LoadReport,
     ) -> Result<Self, LoadManagerError> {
         validate_name(broker_id)?;
-        let inner = Arc::new(ManagerInner {
+        let executor = ComponentExecutor::new("load-manager");
+        let retry = RetryTimer::new("load-manager", &executor.threads(), RETRY_DELAY);
+        let inner = Arc::new_cyclic(|this| ManagerInner {
             store: store.clone(),
             broker_id: broker_id.to_owned(),
             broker_path: format!("{BROKERS_ROOT}/{broker_id}"),
             store_listeners: StoreListeners::new(&store),
-            executor: ComponentExecutor::new("load-manager"),
+            executor,
+            retry,
+            this: this.clone(),
             cache: Mutex::new(Cache::default()),
             refresh_queued: AtomicBool::new(false),
             cache_listeners: Mutex::new(Arc::from(Vec::new())),
@@ -158,7 +189,7 @@ impl LoadManager {
         });
         let outcome = match first {
             Ok(handle) => handle.join().unwrap_or(Err(LoadManagerError::Closed)),
-            Err(_) => Err(LoadManagerError::Closed),
+            Err(rejected) => Err(refused(rejected.reason())),
         };
         if let Err(error) = outcome {
             manager.stop();
@@ -279,7 +310,7 @@ impl LoadManager {
     ///
     /// # Errors
     ///
-    /// [`LoadManagerError::Closed`].
+    /// [`LoadManagerError::Closed`]; [`LoadManagerError::ThreadStart`].
     pub fn refresh_now(&self) -> Result<(), LoadManagerError> {
         let weak = Arc::downgrade(&self.inner);
         let handle = self
@@ -290,7 +321,7 @@ impl LoadManager {
                     inner.refresh();
                 }
             })
-            .map_err(|_| LoadManagerError::Closed)?;
+            .map_err(|rejected| refused(rejected.reason()))?;
         handle.join().map_err(|_| LoadManagerError::Closed)
     }
 
@@ -338,12 +369,7 @@ impl ManagerInner {
         self.store_listeners.on_session_event(move |event| {
             if let Some(inner) = weak.upgrade() {
                 match event {
-                    SessionEvent::SessionReestablished => inner.queue(|inner| {
-                        if let Err(error) = inner.register() {
-                            tracing::warn!(broker = %inner.broker_id, %error, "could not register the broker again after a session loss");
-                        }
-                        inner.refresh();
-                    }),
+                    SessionEvent::SessionReestablished => inner.queue(Self::register_again),
                     // The `Resync` that follows refreshes.
                     SessionEvent::Reconnected
                     | SessionEvent::ConnectionLost
@@ -373,9 +399,30 @@ impl ManagerInner {
         }
     }
 
+    /// After a session loss: publishes this broker's report again (tried again
+    /// [`RETRY_DELAY`] later if that fails), then refreshes. Runs on `load-manager`.
+    fn register_again(&self) {
+        if let Err(error) = self.register() {
+            if !self.state.lock().closed {
+                tracing::warn!(broker = %self.broker_id, %error, retry_in = ?RETRY_DELAY, "could not register the broker again after a session loss");
+                let this = self.this.clone();
+                self.retry.arm("broker registration", move || {
+                    if let Some(inner) = this.upgrade() {
+                        inner.queue(Self::register_again);
+                    }
+                });
+            }
+        }
+        self.refresh();
+    }
+
     /// Publishes this broker's report as an ephemeral node, replacing one left by an earlier
     /// session of the same broker. Runs on `load-manager`.
     fn register(&self) -> Result<(), LoadManagerError> {
+        // Held through the writes: an `update_local_report` racing this one either lands
+        // before the read below (and is what this writes) or after the writes (and overwrites
+        // them), never between, where this would write the older report over it.
+        let _writing = self.report_write.lock();
         let bytes = encode(&self.state.lock().local_report);
         for _ in 0..2 {
             match self
@@ -425,9 +472,16 @@ impl ManagerInner {
         let (brokers, domains) = match self.read_load_data() {
             Ok(data) => data,
             Err(error) => {
-                // The next change or session event queues another refresh.
-                if error != MetadataStoreError::AlreadyClosed {
-                    tracing::warn!(broker = %self.broker_id, %error, "load data refresh failed");
+                // Tried again `RETRY_DELAY` later, unless a change or a session event queues
+                // a refresh sooner.
+                if error != MetadataStoreError::AlreadyClosed && !self.state.lock().closed {
+                    tracing::warn!(broker = %self.broker_id, %error, retry_in = ?RETRY_DELAY, "load data refresh failed");
+                    let this = self.this.clone();
+                    self.retry.arm("load data refresh", move || {
+                        if let Some(inner) = this.upgrade() {
+                            inner.queue_refresh();
+                        }
+                    });
                 }
                 return;
             }
@@ -507,6 +561,7 @@ impl ManagerInner {
             state.closed = true;
         }
         self.store_listeners.remove_all();
+        self.retry.close();
         self.executor.close_now("a load data refresh");
         self.unregister_broker();
         let cache = std::mem::take(&mut *self.cache.lock());

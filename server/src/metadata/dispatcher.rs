@@ -58,6 +58,11 @@ pub(crate) struct Dispatcher {
     pending: Mutex<VecDeque<StoreEvent>>,
     /// Set while a drain task is queued and has not started popping; saves one task per event.
     drain_scheduled: AtomicBool,
+    /// The store's closed flag (its `is_closed`): set by [`begin_close`](Self::begin_close)
+    /// under the `pending` lock, which `enqueue` and each pop of the drain check under that
+    /// lock, so no event is queued or delivered once a `close` has begun, not even by a drain
+    /// that is running then.
+    closed: AtomicBool,
     listeners: Mutex<Listeners>,
 }
 
@@ -67,6 +72,7 @@ impl Dispatcher {
             executor,
             pending: Mutex::new(VecDeque::new()),
             drain_scheduled: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
             listeners: Mutex::new(Listeners {
                 next_id: 1,
                 notification: ListenerList::new(),
@@ -78,7 +84,29 @@ impl Dispatcher {
     /// Appends events to the queue, in order. Takes only the queue lock and calls nothing, so
     /// a provider may call it under its own lock to fix the order.
     pub(crate) fn enqueue(&self, events: impl IntoIterator<Item = StoreEvent>) {
-        self.pending.lock().extend(events);
+        let mut pending = self.pending.lock();
+        if !self.closed.load(Ordering::Relaxed) {
+            pending.extend(events);
+        }
+    }
+
+    /// Marks the store closed: from now on nothing is queued and nothing more is delivered
+    /// (a drain running now stops before its next event). `false` if it was already closed.
+    pub(crate) fn begin_close(&self) -> bool {
+        let dropped = {
+            let mut pending = self.pending.lock();
+            if self.closed.swap(true, Ordering::AcqRel) {
+                return false;
+            }
+            std::mem::take(&mut *pending)
+        };
+        drop(dropped);
+        true
+    }
+
+    /// Whether [`begin_close`](Self::begin_close) has been called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Makes sure a drain task will deliver what is queued. After close the executor refuses
@@ -106,8 +134,8 @@ impl Dispatcher {
                 tracing::error!(reason = %refused.reason(), "the metadata store cannot start its notification thread; the events stay queued until the next change retries");
             }
             Err(_) => {
-                // Closed: nothing will be delivered any more.
-                self.pending.lock().clear();
+                // Shut down: nothing will be delivered any more.
+                self.begin_close();
             }
         }
     }
@@ -122,7 +150,14 @@ impl Dispatcher {
     fn drain(&self) {
         self.drain_scheduled.store(false, Ordering::Release);
         loop {
-            let Some(event) = self.pending.lock().pop_front() else {
+            let event = {
+                let mut pending = self.pending.lock();
+                if self.closed.load(Ordering::Relaxed) {
+                    return; // closed while this drain ran: `close` dropped the rest
+                }
+                pending.pop_front()
+            };
+            let Some(event) = event else {
                 return;
             };
             match event {
@@ -176,11 +211,12 @@ impl Dispatcher {
         self.executor.threads()
     }
 
-    /// Stops delivering: `shutdown_now` (queued deliveries are dropped), then waits up to 10 s
-    /// for the listener running now. Called from a listener it returns at once.
+    /// Stops delivering: [`begin_close`](Self::begin_close) (queued events are dropped, and a
+    /// running drain delivers no more), `shutdown_now`, then waits up to 10 s for the listener
+    /// running now. Called from a listener it returns at once.
     pub(crate) fn shutdown(&self) {
+        self.begin_close();
         self.executor.close_now("a metadata store listener");
-        self.pending.lock().clear();
         // The listeners are dropped outside the lock: their `Drop` is user code.
         let (notification, session) = {
             let mut listeners = self.listeners.lock();

@@ -16,7 +16,6 @@ use crate::metadata::url::StoreUrl;
 use crate::metadata::zookeeper::ZooKeeperProvider;
 use crate::zookeeper::ZooKeeperSession;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A versioned key-value tree with compare-and-set writes, ephemeral nodes bound to the store's
@@ -88,8 +87,8 @@ struct StoreInner {
     /// Declared before `dispatcher`: dropped first, so a memory session lets go of the
     /// dispatcher before the store's own reference (the executor's last holder) goes.
     provider: Box<dyn Provider>,
+    /// Also holds the store's closed flag (`Dispatcher::begin_close`).
     dispatcher: Arc<Dispatcher>,
-    closed: AtomicBool,
 }
 
 impl MetadataStore {
@@ -135,7 +134,6 @@ impl MetadataStore {
                 url: url.to_owned(),
                 provider,
                 dispatcher,
-                closed: AtomicBool::new(false),
             }),
         })
     }
@@ -146,7 +144,7 @@ impl MetadataStore {
     }
 
     fn check_open(&self) -> Result<(), MetadataStoreError> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        if self.inner.dispatcher.is_closed() {
             Err(MetadataStoreError::AlreadyClosed)
         } else {
             Ok(())
@@ -318,7 +316,7 @@ impl MetadataStore {
     /// are dropped) and awaited up to 10 s (returning at once when called from a listener),
     /// then the session ends and its ephemeral nodes are deleted. Idempotent.
     pub fn close(&self) {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
+        if !self.inner.dispatcher.begin_close() {
             return;
         }
         self.inner.dispatcher.shutdown();
@@ -328,7 +326,7 @@ impl MetadataStore {
 
     /// Whether [`close`](Self::close) has been called.
     pub fn is_closed(&self) -> bool {
-        self.inner.closed.load(Ordering::Acquire)
+        self.inner.dispatcher.is_closed()
     }
 
     /// The store's executor thread (`metadata-store`), once started. A `zk:` store's session
