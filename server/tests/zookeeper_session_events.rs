@@ -311,3 +311,29 @@ fn a_delay_changed_while_disconnected_runs_the_waiting_callback_after_the_reconn
     assert_eq!(cut.lost_bookie_recovery_delay().unwrap(), 30);
     rig.close();
 }
+
+/// A "delay changed" callback registered while the connection is cut: the registration
+/// succeeds (the delay's version is read at the reconnect), and the callback runs at the next
+/// change. Audit of 2026-12-07, second pass: the registration failed with the store's error
+/// while leaving the callback registered, so a caller that tried again registered it twice.
+#[test]
+fn a_delay_callback_registered_while_disconnected_is_kept_and_runs_at_the_next_change() {
+    if !own_zookeeper_servers() {
+        return;
+    }
+    let _serial = serial();
+    let rig = TwoManagers::start();
+    let (cut, other, events, proxy) = (&rig.cut, &rig.other, &rig.events, &rig.proxy);
+    proxy.partition();
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::ConnectionLost);
+    let (ran, changed) = mpsc::channel();
+    cut.notify_lost_bookie_recovery_delay_changed(move || ran.send(()).unwrap())
+        .expect("registered while disconnected");
+    proxy.heal();
+    recv_within(events, RECOVERY, |e| *e == SessionEvent::Reconnected);
+    other.set_lost_bookie_recovery_delay(45).unwrap();
+    changed
+        .recv_timeout(RECOVERY)
+        .expect("the callback ran at the change");
+    rig.close();
+}

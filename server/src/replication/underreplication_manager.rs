@@ -30,7 +30,7 @@ use crate::metadata::{
 use crate::replication::error::ReplicationError;
 use parking_lot::Mutex;
 use pulsar_common::executors::RejectReason;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -85,8 +85,20 @@ struct ManagerState {
     /// registered, so that `reconcile` can tell a change made while the store was not
     /// listening; `None` while none wait.
     delay_seen: Option<Option<i64>>,
-    /// Ledgers whose lock node this manager created.
-    held_locks: BTreeSet<u64>,
+    /// Ledgers whose lock node this manager created, each with the number of its acquisition
+    /// (`acquisitions` when it was taken), so that `reconcile` forgets only the acquisition it
+    /// checked, not one taken again meanwhile.
+    held_locks: BTreeMap<u64, u64>,
+    /// Lock acquisitions so far (numbers the entries of `held_locks`).
+    acquisitions: u64,
+}
+
+impl ManagerState {
+    /// Records that this manager holds the lock of `ledger_id` (a new acquisition).
+    fn hold(&mut self, ledger_id: u64) {
+        self.acquisitions += 1;
+        self.held_locks.insert(ledger_id, self.acquisitions);
+    }
 }
 
 struct ManagerInner {
@@ -129,7 +141,8 @@ impl UnderreplicationManager {
                 enabled_callbacks: Vec::new(),
                 delay_callbacks: Vec::new(),
                 delay_seen: None,
-                held_locks: BTreeSet::new(),
+                held_locks: BTreeMap::new(),
+                acquisitions: 0,
             }),
         });
         let manager = Self { inner };
@@ -267,7 +280,7 @@ impl UnderreplicationManager {
             return Ok(None);
         }
         for ledger_id in self.list_underreplicated_ledgers()? {
-            if self.inner.state.lock().held_locks.contains(&ledger_id) {
+            if self.inner.state.lock().held_locks.contains_key(&ledger_id) {
                 continue;
             }
             let lock = self.inner.lock_path(ledger_id);
@@ -283,7 +296,7 @@ impl UnderreplicationManager {
                         let _ = self.inner.store.delete(&lock, ExpectedVersion::Any);
                         return Err(ReplicationError::Closed);
                     }
-                    state.held_locks.insert(ledger_id);
+                    state.hold(ledger_id);
                     return Ok(Some(ledger_id));
                 }
                 Err(MetadataStoreError::BadVersion { .. }) => continue,
@@ -306,7 +319,7 @@ impl UnderreplicationManager {
             if state.closed {
                 return Err(ReplicationError::Closed);
             }
-            state.held_locks.remove(&ledger_id)
+            state.held_locks.remove(&ledger_id).is_some()
         };
         if held {
             if let Err(error) = self.inner.release_lock(ledger_id) {
@@ -314,7 +327,7 @@ impl UnderreplicationManager {
                 // this one included, could lock the ledger again.
                 let mut state = self.inner.state.lock();
                 if !state.closed {
-                    state.held_locks.insert(ledger_id);
+                    state.hold(ledger_id);
                 }
                 return Err(error);
             }
@@ -324,7 +337,7 @@ impl UnderreplicationManager {
 
     /// The ledgers whose re-replication lock this manager holds, ascending.
     pub fn held_locks(&self) -> Vec<u64> {
-        self.inner.state.lock().held_locks.iter().copied().collect()
+        self.inner.state.lock().held_locks.keys().copied().collect()
     }
 
     /// Disables re-replication (idempotent).
@@ -438,6 +451,12 @@ impl UnderreplicationManager {
     /// Runs `callback` once, at the next change of the lost-bookie recovery delay, on the
     /// `underreplication-notification` thread, outside any lock of the manager.
     ///
+    /// The delay's current version is read to tell, after a reconnect, whether it changed
+    /// while the store was not listening. If it cannot be read now (the store is
+    /// disconnected), the callback is registered all the same and runs at the next change the
+    /// store notifies; the version is read at the next reconnect, and a change made before
+    /// then is not noticed.
+    ///
     /// # Errors
     ///
     /// [`ReplicationError::Closed`] (the callback is dropped unrun).
@@ -449,14 +468,15 @@ impl UnderreplicationManager {
             .add_pending(Box::new(callback), |state| &mut state.delay_callbacks)?;
         // Remembered after registering: a change racing this call is notified (and runs the
         // callbacks), and a change while disconnected differs from it (`reconcile`).
-        let version = self
-            .inner
-            .store
-            .get(&self.inner.delay_path)?
-            .map(|read| read.stat.version);
-        let mut state = self.inner.state.lock();
-        if state.delay_seen.is_none() && !state.delay_callbacks.is_empty() {
-            state.delay_seen = Some(version);
+        match self.inner.store.get(&self.inner.delay_path) {
+            Ok(read) => self
+                .inner
+                .note_delay_seen(read.map(|read| read.stat.version)),
+            // The callback stays registered (a registration that failed with it still
+            // registered would run twice for a caller that tries again).
+            Err(error) => {
+                tracing::debug!(%error, "cannot read the lost-bookie recovery delay now; its version is read at the next reconnect")
+            }
         }
         Ok(())
     }
@@ -519,11 +539,16 @@ impl ManagerInner {
                 // Changes while disconnected went unnotified: look again, off the store's
                 // thread.
                 let weak = Arc::downgrade(&inner);
-                let _ = inner.executor.execute(move || {
+                let queued = inner.executor.execute(move || {
                     if let Some(inner) = weak.upgrade() {
                         inner.reconcile();
                     }
                 });
+                if let Err(refused) = queued {
+                    if matches!(refused.reason(), RejectReason::ThreadStartFailed(_)) {
+                        tracing::error!(reason = %refused.reason(), "cannot start the underreplication-notification thread: changes missed while disconnected are not looked for; callbacks wait for the next change");
+                    }
+                }
             }
         })?;
         Ok(())
@@ -539,18 +564,32 @@ impl ManagerInner {
         if self.store.exists(&self.disable_path) == Ok(false) {
             self.run_enabled_callbacks();
         }
-        let seen = self.state.lock().delay_seen;
-        if let Some(seen) = seen {
+        let (seen, waiting) = {
+            let state = self.state.lock();
+            (state.delay_seen, !state.delay_callbacks.is_empty())
+        };
+        if waiting {
             let now = self
                 .store
                 .get(&self.delay_path)
                 .map(|read| read.map(|read| read.stat.version));
-            if now.is_ok_and(|now| now != seen) {
-                self.run_delay_callbacks();
+            match (seen, now) {
+                (Some(seen), Ok(now)) if now != seen => self.run_delay_callbacks(),
+                // Registered while the delay could not be read: from now on, changes are
+                // told from this version.
+                (None, Ok(now)) => self.note_delay_seen(now),
+                _ => {}
             }
         }
-        let held: Vec<u64> = self.state.lock().held_locks.iter().copied().collect();
-        for ledger_id in held {
+        let held: Vec<(u64, u64)> = {
+            let state = self.state.lock();
+            state
+                .held_locks
+                .iter()
+                .map(|(&id, &taken)| (id, taken))
+                .collect()
+        };
+        for (ledger_id, acquisition) in held {
             let still_ours = match self.store.get(&self.lock_path(ledger_id)) {
                 Ok(Some(read)) => read.stat.created_by_self,
                 Ok(None) => false,
@@ -562,8 +601,22 @@ impl ManagerInner {
                     ledger_id,
                     "re-replication lock lost while the store was disconnected; forgetting it"
                 );
-                self.state.lock().held_locks.remove(&ledger_id);
+                // Only the acquisition checked: a release and a poll since may have taken the
+                // lock again, with a node this read did not see.
+                let mut state = self.state.lock();
+                if state.held_locks.get(&ledger_id) == Some(&acquisition) {
+                    state.held_locks.remove(&ledger_id);
+                }
             }
+        }
+    }
+
+    /// Records the delay node's version the waiting delay callbacks compare with, unless one
+    /// is recorded already (the oldest registration's) or none waits.
+    fn note_delay_seen(&self, version: Option<i64>) {
+        let mut state = self.state.lock();
+        if state.delay_seen.is_none() && !state.delay_callbacks.is_empty() {
+            state.delay_seen = Some(version);
         }
     }
 
@@ -662,7 +715,8 @@ impl ManagerInner {
                 std::mem::take(&mut state.enabled_callbacks),
                 std::mem::take(&mut state.delay_callbacks),
             );
-            (pending, std::mem::take(&mut state.held_locks))
+            let locks: Vec<u64> = std::mem::take(&mut state.held_locks).into_keys().collect();
+            (pending, locks)
         };
         self.store_listeners.remove_all();
         // First the executor: no callback runs after this returns (but the one running now,
