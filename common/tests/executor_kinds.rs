@@ -75,6 +75,64 @@ fn a_scheduled_executor_without_auto_shutdown_warns_when_dropped_and_runs_its_qu
     );
 }
 
+/// A `tracing` subscriber whose every event panics (a broken layer: user code).
+struct PanickingSubscriber;
+
+impl tracing::Subscriber for PanickingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {
+        panic!("the tracing layer panics");
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// The drop's warning panicking (a broken tracing layer) neither unwinds out of `Drop` nor
+/// keeps the executor from shutting down: the queued tasks run and the worker exits. (Audit of
+/// 2026-12-07, second pass: the warning came first, so its panic skipped the shutdown and the
+/// worker stayed parked for good.)
+fn a_panicking_warning_still_shuts_the_dropped_executor_down<E: Executor>(
+    executor: E,
+    factory: &CountingFactory,
+) {
+    let release = block_worker(&executor);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    executor
+        .execute(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(PanickingSubscriber, || drop(executor))
+    }));
+    assert!(dropped.is_ok(), "nothing unwinds out of the drop");
+    release.send(()).unwrap();
+    factory.wait_finished(1, LONG);
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the queued task ran");
+}
+
+#[test]
+fn a_panicking_tracing_layer_does_not_keep_a_dropped_executor_from_shutting_down() {
+    let factory = CountingFactory::new("panicking-layer");
+    let plain =
+        PulsarExecutors::new_single_thread_executor_with_auto_shutdown(Arc::clone(&factory), false);
+    a_panicking_warning_still_shuts_the_dropped_executor_down(plain, &factory);
+    let factory = CountingFactory::new("panicking-layer-scheduled");
+    let scheduled = ScheduledExecutor::builder()
+        .thread_factory(Arc::clone(&factory))
+        .auto_shutdown_on_drop(false)
+        .build();
+    a_panicking_warning_still_shuts_the_dropped_executor_down(scheduled, &factory);
+}
+
 /// With auto shutdown on (the default), dropping the last clone shuts down without a warning.
 fn dropped_with_auto_shutdown_warns_nothing<E: Executor>(executor: E, factory: &CountingFactory) {
     executor.execute(|| ()).unwrap();
@@ -141,4 +199,36 @@ fn a_scheduled_executor_gives_memory_back_after_a_burst_once_idle() {
         .idle_trim_after(Some(Duration::from_millis(20)))
         .build();
     memory_is_given_back_after_a_burst_once_idle(executor, ScheduledExecutor::queue_capacity);
+}
+
+/// Starts worker threads whose `tracing` subscriber panics at every event.
+struct PanickingLayerThreads;
+
+impl pulsar_common::executors::ThreadFactory for PanickingLayerThreads {
+    fn new_thread(
+        &self,
+        body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> std::io::Result<thread::JoinHandle<()>> {
+        thread::Builder::new()
+            .name("panicking-layer-worker".to_owned())
+            .spawn(move || tracing::subscriber::with_default(PanickingSubscriber, body))
+    }
+}
+
+/// The idle trim's debug log panicking on the worker (a broken tracing layer) does not end the
+/// worker loop: the queue is trimmed and the executor keeps running tasks. (Audit of
+/// 2026-12-07, second pass: the panic unwound out of the loop, which marked the executor
+/// terminated, so the next task was refused as if it had been shut down.)
+#[test]
+fn a_panicking_tracing_layer_on_the_worker_does_not_end_it_at_the_idle_trim() {
+    let executor = PulsarExecutors::builder()
+        .thread_factory(PanickingLayerThreads)
+        .idle_trim_after(Some(Duration::from_millis(20)))
+        .build();
+    memory_is_given_back_after_a_burst_once_idle(executor, SingleThreadExecutor::queue_capacity);
+    let scheduled = ScheduledExecutor::builder()
+        .thread_factory(PanickingLayerThreads)
+        .idle_trim_after(Some(Duration::from_millis(20)))
+        .build();
+    memory_is_given_back_after_a_burst_once_idle(scheduled, ScheduledExecutor::queue_capacity);
 }

@@ -98,7 +98,13 @@ mod membarrier {
             && commands & needed == needed
             && call(CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if !yes {
-            tracing::debug!("membarrier(2) unavailable: executor claims use a full fence per task");
+            // Guarded: the worker's first claim may decide, between its announcement and the
+            // task's move, where an unwind would lose the announced task.
+            crate::executors::worker_lifecycle::log_guarded(|| {
+                tracing::debug!(
+                    "membarrier(2) unavailable: executor claims use a full fence per task"
+                )
+            });
         }
         yes
     }

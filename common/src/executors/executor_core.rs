@@ -17,6 +17,7 @@ use crate::executors::rejected::RejectReason;
 use crate::executors::task::Task;
 use crate::executors::task_batch::{TaskBatch, TaskSlot};
 use crate::executors::thread_factory::ThreadFactory;
+use crate::executors::worker_lifecycle::log_guarded;
 use crate::executors::worker_lifecycle::WorkerLifecycle;
 use crate::executors::worker_parker::WorkerParker;
 use crate::sync::{Arc, AtomicBool, CachePadded, Mutex, MutexGuard, Ordering};
@@ -356,10 +357,14 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     this.terminate_if_workerless(&mut queue);
                 }
                 drop(queue);
-                tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread");
+                // The retry first: the log is user code (a tracing layer), and a worker left
+                // `Starting` would keep `shutdown` from ever retrying or terminating.
                 if retry {
                     Self::start_worker_to_drain(this);
                 }
+                log_guarded(
+                    || tracing::error!(executor = %this.name(), %error, "cannot start the executor's worker thread"),
+                );
                 Err(RejectReason::ThreadStartFailed(error))
             }
         }
@@ -388,7 +393,9 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                 queue.worker = WorkerState::NotStarted;
                 this.terminate_if_workerless(&mut queue);
                 drop(queue);
-                tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks");
+                log_guarded(
+                    || tracing::error!(executor = %this.name(), %error, "cannot start a worker to drain the queue at shutdown; shutdown_now returns the queued tasks"),
+                );
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use crate::executors::between_batches::BetweenBatches;
 use crate::executors::executor_core::{ExecutorCore, RUNNING};
+use crate::executors::worker_lifecycle::log_guarded;
 use crate::sync::Arc as CoreArc;
 
 /// What every clone of a [`SingleWorkerExecutor`](crate::executors::SingleWorkerExecutor)
@@ -15,13 +16,18 @@ pub(crate) struct ExecutorHandle<B: BetweenBatches> {
 
 impl<B: BetweenBatches> Drop for ExecutorHandle<B> {
     fn drop(&mut self) {
-        if !self.auto_shutdown_on_drop && self.core.run_state() == RUNNING {
-            tracing::warn!(
-                executor = %self.core.name(),
-                "executor dropped without shutdown although auto_shutdown_on_drop is off; \
-                 shutting it down gracefully (queued tasks still run)"
-            );
-        }
+        let unexpected = !self.auto_shutdown_on_drop && self.core.run_state() == RUNNING;
+        // The shutdown first: the warning is user code (a tracing layer) and must not keep
+        // the executor from shutting down, nor unwind out of `Drop`.
         ExecutorCore::shutdown(&self.core);
+        if unexpected {
+            log_guarded(|| {
+                tracing::warn!(
+                    executor = %self.core.name(),
+                    "executor dropped without shutdown although auto_shutdown_on_drop is off; \
+                     shut it down gracefully (queued tasks still run)"
+                )
+            });
+        }
     }
 }

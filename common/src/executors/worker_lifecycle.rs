@@ -46,6 +46,17 @@ pub(crate) fn drop_panic_payload(payload: Box<dyn Any + Send>) {
     std::mem::forget(payload);
 }
 
+/// Runs `log` (a `tracing` call the executor makes on its own account, outside any task) so
+/// that a panicking tracing layer cannot unwind out of it: the panic is caught and its payload
+/// dropped ([`drop_panic_payload`]). Used where an unwind would leave the executor's state
+/// half-changed (a worker loop that ends without its task, a start left `Starting`, a drop
+/// that skips its shutdown).
+pub(crate) fn log_guarded(log: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(log)) {
+        drop_panic_payload(payload);
+    }
+}
+
 /// The lifecycle half of an executor core.
 pub(crate) struct WorkerLifecycle {
     /// Mirror of the run state kept under the core's queue lock (written only through
@@ -212,7 +223,9 @@ impl WorkerLifecycle {
             .worker_claimed
             .swap(true, std::sync::atomic::Ordering::AcqRel)
         {
-            tracing::error!(executor = %self.name(), "a second worker thread was started (the thread factory started a thread but reported failure); it exits at once");
+            log_guarded(
+                || tracing::error!(executor = %self.name(), "a second worker thread was started (the thread factory started a thread but reported failure); it exits at once"),
+            );
             return None;
         }
         let _ = self.worker_thread.set(thread::current().id());

@@ -9,6 +9,7 @@ use crate::executors::executor_core::{ExecutorCore, QueueState, RUNNING, SHUTDOW
 use crate::executors::executor_counters::BusySpan;
 use crate::executors::gathering::Gathering;
 use crate::executors::task_batch::Claim;
+use crate::executors::worker_lifecycle::log_guarded;
 use crate::idle_spin;
 use crate::sync::{Arc, Ordering};
 use std::time::Instant;
@@ -170,7 +171,10 @@ impl<B: BetweenBatches> ExecutorCore<B> {
                     if freed > 0 {
                         // Logged outside the lock: a tracing layer may call this executor.
                         drop(queue);
-                        tracing::debug!(executor = %this.name(), freed_slots = freed, "idle executor trimmed its queues");
+                        // Guarded: an unwind here would end the worker loop with tasks queued.
+                        log_guarded(
+                            || tracing::debug!(executor = %this.name(), freed_slots = freed, "idle executor trimmed its queues"),
+                        );
                         continue 'lock;
                     }
                 }

@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 /// - **Deadlines**: nothing runs before its deadline. A task runs at or after it, on the one
 ///   worker thread, in deadline order (equal deadlines in scheduling order); how late depends
 ///   on what else the worker runs: a timer that falls due while immediate tasks run goes
-///   ahead of the rest of them, at the next task boundary.
+///   ahead of the rest of them, at the next task boundary. One exception, so that a periodic
+///   task cannot starve the others: a fixed-rate task that is catching up (its next deadline
+///   already past when it is re-armed) runs again only after the timers that were due with it.
 /// - **Cancel frees at once**: [`ScheduledHandle::cancel`] removes the timer from the wheel and
 ///   drops the closure during the call, so cancelled timers never pile up until their
 ///   deadlines; [`pending_tasks`](Self::pending_tasks) counts live entries only.

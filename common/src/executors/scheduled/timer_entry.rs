@@ -72,8 +72,10 @@ pub(crate) struct EntryHeader {
     /// updates them on every move, so `cancel` (which holds that lock) finds the entry's list
     /// and unlinks it in O(1). 16 bits (the wheel has 576 lists), so that the state, this and
     /// `done` share one word: the entry stays small. `IN_DUE_LIST` is set under the queue and due-list locks and cleared by the
-    /// worker's claim under the due-list lock; `cancel` re-checks under that lock. Every
-    /// access is ordered by one of those locks, hence `Relaxed`.
+    /// worker right after it popped the entry from the due list (after that lock is
+    /// released); `cancel` re-checks under the due-list lock, so one that still reads
+    /// `IN_DUE_LIST` finds the entry in no list and lets the entry's state decide. `Relaxed`:
+    /// the locks order the moves between lists, and a stale read is handled as just said.
     heap_index: AtomicU16,
     /// `join` waits here for the outcome (with the entry's `waiters` lock). Here rather than
     /// beside that lock only to share a word with the state.
@@ -590,12 +592,19 @@ impl<J: TimerJob> TimerEntry<J> {
     /// If the outcome was taken already (polled again after `Ready`).
     fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<J::Output, TaskError>> {
         if !is_final(self.header.state.load(Ordering::Acquire)) {
-            let mut waiters = self.waiters();
-            match &*waiters {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                _ => *waiters = Some(cx.waker().clone()),
-            }
-            if !self.announce_waiting() {
+            // A waker's clone and drop are user code (its vtable): both run outside the
+            // `waiters` lock, so a waker that calls back into this handle cannot deadlock.
+            let fresh = cx.waker().clone();
+            let (pending, unused) = {
+                let mut waiters = self.waiters();
+                let unused = match &*waiters {
+                    Some(waker) if waker.will_wake(&fresh) => Some(fresh),
+                    _ => waiters.replace(fresh),
+                };
+                (!self.announce_waiting(), unused)
+            };
+            drop(unused);
+            if pending {
                 return Poll::Pending;
             }
         }
