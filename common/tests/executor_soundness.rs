@@ -195,6 +195,41 @@ fn a_shutdown_during_a_start_that_fails_twice_leaves_the_task_to_shutdown_now() 
     assert_eq!(drops.drops(), 1);
 }
 
+/// A spawned future queued during a lazy start that fails, whose shutdown retry fails too,
+/// then the last handle dropped: the future is dropped and its handle completes (cancelled).
+/// (Audit of 2026-12-07, second pass: the future's poll job holds the core, so the core, and
+/// the future in its queue, were never dropped, and the handle's `join` waited forever.)
+#[test]
+fn a_future_stranded_by_failed_starts_is_dropped_with_the_last_handle() {
+    let factory = ScriptedFactory::new(&[Start::PanicAfterGate, Start::Panic]);
+    let executor = plain(&factory);
+    let drops = DropCounter::new();
+    let starter = start_held_at_gate(&factory, {
+        let executor = executor.clone();
+        move || executor.execute(|| ()).map_err(|r| r.into_parts().1)
+    });
+    let token = drops.token();
+    let handle = executor
+        .spawn(async move {
+            drop(token);
+            1
+        })
+        .unwrap();
+    factory.gate.count_down();
+    assert_factory_panicked(&starter.join().unwrap().unwrap_err());
+    drop(executor); // `shutdown` retries the start, which fails again
+    assert_eq!(factory.calls(), 2);
+    match handle.join_timeout(LONG) {
+        Ok(outcome) => assert!(outcome.is_err(), "cancelled, never polled"),
+        Err(_) => panic!("the stranded future was never dropped"),
+    }
+    assert_eq!(
+        drops.drops(),
+        1,
+        "the future (and its capture) dropped once"
+    );
+}
+
 /// `shutdown_now` taking the queue while `shutdown`'s retried start is in progress: when that
 /// start fails, the executor (stopped, empty, workerless) terminates. (Audit of 2026-12-07:
 /// it never did, and `await_termination` waited forever.)

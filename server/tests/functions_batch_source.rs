@@ -404,6 +404,43 @@ fn a_trigger_while_discovery_runs_is_dropped() {
     );
 }
 
+/// Refuses its first thread (as an OS out of threads would), then starts them.
+struct FailsFirst(std::sync::atomic::AtomicBool);
+
+impl pulsar_common::executors::ThreadFactory for FailsFirst {
+    fn new_thread(
+        &self,
+        body: Box<dyn FnOnce() + Send + 'static>,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::other("no thread for now"));
+        }
+        std::thread::Builder::new().spawn(body)
+    }
+}
+
+/// A trigger whose discovery thread could not start says so (not `Inactive`, which means
+/// stopped or closed), and the next trigger starts discovery. (Audit of 2026-12-07, second
+/// pass: it answered `Inactive`.)
+#[test]
+fn a_trigger_whose_thread_cannot_start_says_so_and_the_next_one_starts_discovery() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let source = Scripted::new(&log, |emitter| {
+        emitter.emit(task("late", 1))?;
+        Ok(())
+    });
+    let triggerer = OnDemandTriggerer::new();
+    let trigger = triggerer.handle();
+    let executor = BatchSourceExecutor::builder(source, triggerer)
+        .thread_factory(FailsFirst(Default::default()))
+        .build();
+    assert_eq!(trigger.trigger(), TriggerOutcome::ThreadStartFailed);
+    assert!(!executor.is_discovering());
+    assert_eq!(trigger.trigger(), TriggerOutcome::Started);
+    assert_eq!(executor.read().unwrap(), "late-1");
+    executor.close();
+}
+
 #[test]
 fn one_reader_at_a_time() {
     struct Blocking {

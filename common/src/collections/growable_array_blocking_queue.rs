@@ -710,6 +710,12 @@ impl<T> GrowableArrayBlockingQueue<T> {
     }
 
     /// A consistent snapshot of the queued items, head first.
+    ///
+    /// Each item is cloned under the takers' lock (which keeps its slot from being freed), so
+    /// `T::clone` must not use this queue: a `take`, `poll` or `drain_to` from inside it would
+    /// wait for itself, as would a `put` while a taker waits; and a slow clone holds the
+    /// takers up meanwhile. A clone that panics unwinds with the lock released and the clones
+    /// made so far dropped.
     pub fn to_vec(&self) -> Vec<T>
     where
         T: Clone,

@@ -400,6 +400,19 @@ impl<B: BetweenBatches> ExecutorCore<B> {
         }
     }
 
+    /// For the last handle's drop, after `shutdown`: if the core holds work no worker will run
+    /// (its thread start failed, and so did the shutdown's retry), takes it as `shutdown_now`
+    /// does (so the core terminates) and drops it at the panic boundary.
+    #[cold]
+    pub(crate) fn drop_unrunnable(this: &Arc<Self>) {
+        if !Self::stranded_after_shutdown(&this.queue.lock()) {
+            return;
+        }
+        for task in Self::shutdown_now(this) {
+            this.lifecycle.guarded(move || drop(task));
+        }
+    }
+
     /// Starts the worker thread (under loom, refuses: the models drive the worker).
     fn spawn_worker(this: &Arc<Self>) -> std::io::Result<()> {
         let core = Arc::clone(this);

@@ -20,6 +20,11 @@ impl<B: BetweenBatches> Drop for ExecutorHandle<B> {
         // The shutdown first: the warning is user code (a tracing layer) and must not keep
         // the executor from shutting down, nor unwind out of `Drop`.
         ExecutorCore::shutdown(&self.core);
+        // Work no worker will ever run (its thread could not start, and neither could the
+        // shutdown's retry) is dropped now, as the core's own `Drop` would drop it: a spawned
+        // future's poll job holds the core, so with one queued that drop would never come, and
+        // the future's handle would wait forever.
+        ExecutorCore::drop_unrunnable(&self.core);
         if unexpected {
             log_guarded(|| {
                 tracing::warn!(

@@ -7,6 +7,7 @@ use crate::functions::{BatchSource, TaskEmitter};
 use crate::functions::{DiscoveryTrigger, DiscoveryTriggerer, TriggerOutcome};
 use crate::functions::{EmitError, ReadError, SourceError};
 use parking_lot::{Condvar, Mutex};
+use pulsar_common::executors::RejectReason;
 use pulsar_common::executors::ThreadFactory;
 use std::collections::VecDeque;
 use std::fmt;
@@ -460,9 +461,13 @@ impl<S: BatchSource> Shared<S> {
             }
             Err(rejected) => {
                 tracing::warn!(%rejected, reason, "discovery not started");
+                let outcome = match rejected.reason() {
+                    RejectReason::ThreadStartFailed(_) => TriggerOutcome::ThreadStartFailed,
+                    _ => TriggerOutcome::Inactive,
+                };
                 drop(rejected);
                 this.state.lock().discovering = false;
-                TriggerOutcome::Inactive
+                outcome
             }
         }
     }

@@ -23,6 +23,9 @@ pub enum TriggerOutcome {
     /// Nothing to trigger: the triggerer is not started or was stopped, or the executor is
     /// closed.
     Inactive,
+    /// The discovery thread could not be started (the thread factory failed; the executor
+    /// logged why). The source stays open: the next trigger tries again.
+    ThreadStartFailed,
 }
 
 /// Makes a [`BatchSourceExecutor`](crate::functions::BatchSourceExecutor) run discovery
