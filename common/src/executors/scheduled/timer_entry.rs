@@ -594,16 +594,17 @@ impl<J: TimerJob> TimerEntry<J> {
         if !is_final(self.header.state.load(Ordering::Acquire)) {
             // A waker's clone and drop are user code (its vtable): both run outside the
             // `waiters` lock, so a waker that calls back into this handle cannot deadlock.
-            let fresh = cx.waker().clone();
-            let (pending, unused) = {
+            // Only this poller stores a waker (the handle is polled through `&mut`), so the
+            // one it finds here is still there below unless the entry was made final
+            // meanwhile (whoever does takes it), which `announce_waiting` then reports.
+            let stored = matches!(&*self.waiters(), Some(waker) if waker.will_wake(cx.waker()));
+            let fresh = (!stored).then(|| cx.waker().clone());
+            let (pending, replaced) = {
                 let mut waiters = self.waiters();
-                let unused = match &*waiters {
-                    Some(waker) if waker.will_wake(&fresh) => Some(fresh),
-                    _ => waiters.replace(fresh),
-                };
-                (!self.announce_waiting(), unused)
+                let replaced = fresh.and_then(|fresh| waiters.replace(fresh));
+                (!self.announce_waiting(), replaced)
             };
-            drop(unused);
+            drop(replaced);
             if pending {
                 return Poll::Pending;
             }
