@@ -205,9 +205,8 @@ impl ZooKeeperServer {
     fn wait_until_serving(&mut self, timeout: Duration) -> Result<(), LaunchError> {
         let started = Instant::now();
         loop {
-            if self.mode().is_some() {
-                return Ok(());
-            }
+            // Our process first: if it exited (its port taken since it was picked), a server
+            // answering on that port is another one, not ours.
             let Some(child) = self.child.as_mut() else {
                 return Err(error("the server is not running"));
             };
@@ -218,6 +217,9 @@ impl ZooKeeperServer {
                     self.address(),
                     self.log_tail()
                 )));
+            }
+            if self.mode().is_some() {
+                return Ok(());
             }
             if started.elapsed() > timeout {
                 return Err(error(format!(

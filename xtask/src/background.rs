@@ -83,9 +83,16 @@ impl Runner {
             if self.stop.load(Ordering::Relaxed) {
                 // The group's id is the child's pid (`process_group(0)`).
                 // `--`: util-linux's kill reads a negative number before it as a signal.
-                let _ = Command::new("kill")
+                let killed_group = Command::new("kill")
                     .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                    .status();
+                    .status()
+                    .is_ok_and(|status| status.success());
+                if !killed_group {
+                    // No `kill` program (procps is not on every image): at least the step's
+                    // own process, so the wait below does not last the whole step.
+                    eprintln!("==> xtask test: cannot kill `{name}`'s process group; killing its first process");
+                    let _ = child.kill();
+                }
                 let _ = child.wait();
                 bail!("`{name}` stopped: the run ended before it");
             }

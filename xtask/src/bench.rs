@@ -111,6 +111,13 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         machine.load_before = load_before;
         machine.core_to_core = core_to_core;
     }
+    let listing = options
+        .criterion_args
+        .iter()
+        .any(|arg| arg == "--list" || arg == "--test");
+    if listing && !options.report_only {
+        return Ok(()); // criterion listed or tested the benches: nothing was measured
+    }
     let written = report::write(&out, &machine)?;
     if written.benches.is_empty() {
         bail!("no bench wrote rows to {}", raw.display());

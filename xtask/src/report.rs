@@ -267,12 +267,15 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// `x / y`, treating 0 / 0 as 1 and anything else over a non-positive number as unknown.
+/// `x / y`, treating 0 / 0 as 1, a positive number over 0 as infinitely more (a target on it
+/// is missed, not "not measured"), and anything over a negative number as unknown.
 fn ratio(x: f64, y: f64) -> Option<f64> {
     if y > 0.0 {
         Some(x / y)
-    } else if x == 0.0 && y == 0.0 {
+    } else if y == 0.0 && x == 0.0 {
         Some(1.0)
+    } else if y == 0.0 && x > 0.0 {
+        Some(f64::INFINITY)
     } else {
         None
     }
@@ -518,6 +521,21 @@ mod tests {
 "#;
 
     #[test]
+    fn zero_over_zero_is_parity_and_a_positive_figure_over_zero_is_a_missed_ratio() {
+        assert_eq!(ratio(1.0, 4.0), Some(0.25));
+        assert_eq!(ratio(0.0, 0.0), Some(1.0));
+        assert_eq!(ratio(3.0, 0.0), Some(f64::INFINITY));
+        assert_eq!(ratio(3.0, -1.0), None);
+        let target = TargetResult {
+            description: "allocations".into(),
+            group: "g".into(),
+            ratio: ratio(3.0, 0.0),
+            max_ratio: 1.0,
+        };
+        assert_eq!(target.met(), Some(false));
+    }
+
+    #[test]
     fn rounds_reduce_to_medians_and_ratios_are_taken_per_round() {
         let rendered = render(parse(SAMPLE).unwrap());
         let ours = rendered
@@ -551,13 +569,6 @@ mod tests {
         let rendered = render(parse(SAMPLE).unwrap());
         assert_eq!(rendered.targets.len(), 1);
         assert_eq!(rendered.targets[0].met(), Some(true));
-    }
-
-    #[test]
-    fn zero_over_zero_is_parity_and_anything_over_zero_is_unknown() {
-        assert_eq!(ratio(0.0, 0.0), Some(1.0));
-        assert_eq!(ratio(1.0, 0.0), None);
-        assert_eq!(ratio(1.0, 4.0), Some(0.25));
     }
 
     #[test]

@@ -41,10 +41,16 @@ pub(crate) fn apt_install(packages: &[&str]) -> Result<()> {
     ];
     commands[1].extend_from_slice(packages);
     for command in commands {
-        let argv: Vec<&str> = prefix.iter().copied().chain(command).collect();
+        // Through `env`: `sudo` resets the environment, and apt-get would then ask debconf's
+        // questions interactively.
+        let argv: Vec<&str> = prefix
+            .iter()
+            .copied()
+            .chain(["env", "DEBIAN_FRONTEND=noninteractive"])
+            .chain(command)
+            .collect();
         let status = Command::new(argv[0])
             .args(&argv[1..])
-            .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .with_context(|| format!("running {argv:?}"))?;
         if !status.success() {

@@ -82,7 +82,9 @@ impl ComponentExecutor {
     /// The one warning path: waits up to `timeout` and says so when the executor outlives it.
     fn await_close(&self, timeout: Duration, running: &str) -> bool {
         let terminated = self.executor.await_termination(timeout);
-        if !terminated {
+        // On the executor's own thread (a close from one of its tasks) nothing was waited for:
+        // the executor terminates when that task returns, which is no slow task to warn about.
+        if !terminated && !self.executor.is_current_worker() {
             tracing::warn!(
                 executor = %self.executor.name(),
                 ?timeout,

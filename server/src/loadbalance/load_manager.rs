@@ -100,6 +100,9 @@ struct ManagerInner {
     retry: RetryTimer,
     /// This manager, for the retry timer's tasks (which must not keep it alive).
     this: Weak<ManagerInner>,
+    /// A re-registration failed and waits for the retry (which then re-registers and refreshes;
+    /// else it only refreshes): the one retry armed at a time covers both steps.
+    reregister_pending: AtomicBool,
     cache: Mutex<Cache>,
     /// Set while a refresh is queued and has not started reading.
     refresh_queued: AtomicBool,
@@ -164,6 +167,7 @@ impl LoadManager {
             executor,
             retry,
             this: this.clone(),
+            reregister_pending: AtomicBool::new(false),
             cache: Mutex::new(Cache::default()),
             refresh_queued: AtomicBool::new(false),
             cache_listeners: Mutex::new(Arc::from(Vec::new())),
@@ -399,18 +403,35 @@ impl ManagerInner {
         }
     }
 
+    /// Arms the retry of a failed step, unless one is armed (it covers both steps: see
+    /// `reregister_pending`).
+    fn arm_retry(&self) {
+        let this = self.this.clone();
+        self.retry.arm("load manager step", move || {
+            if let Some(inner) = this.upgrade() {
+                inner.queue(Self::retry_failed_step);
+            }
+        });
+    }
+
+    /// The retry: re-registers (and refreshes) if a re-registration failed, else refreshes.
+    /// Runs on `load-manager`.
+    fn retry_failed_step(&self) {
+        if self.reregister_pending.swap(false, Ordering::AcqRel) {
+            self.register_again();
+        } else {
+            self.refresh();
+        }
+    }
+
     /// After a session loss: publishes this broker's report again (tried again
     /// [`RETRY_DELAY`] later if that fails), then refreshes. Runs on `load-manager`.
     fn register_again(&self) {
         if let Err(error) = self.register() {
             if !self.state.lock().closed {
                 tracing::warn!(broker = %self.broker_id, %error, retry_in = ?RETRY_DELAY, "could not register the broker again after a session loss");
-                let this = self.this.clone();
-                self.retry.arm("broker registration", move || {
-                    if let Some(inner) = this.upgrade() {
-                        inner.queue(Self::register_again);
-                    }
-                });
+                self.reregister_pending.store(true, Ordering::Release);
+                self.arm_retry();
             }
         }
         self.refresh();
@@ -476,12 +497,7 @@ impl ManagerInner {
                 // a refresh sooner.
                 if error != MetadataStoreError::AlreadyClosed && !self.state.lock().closed {
                     tracing::warn!(broker = %self.broker_id, %error, retry_in = ?RETRY_DELAY, "load data refresh failed");
-                    let this = self.this.clone();
-                    self.retry.arm("load data refresh", move || {
-                        if let Some(inner) = this.upgrade() {
-                            inner.queue_refresh();
-                        }
-                    });
+                    self.arm_retry();
                 }
                 return;
             }

@@ -108,6 +108,9 @@ pub trait BatchPushSource: Send + Sync + 'static {
 ///     }
 ///
 ///     fn prepare(&self, n: u32, pusher: RecordPusher<u32>) -> Result<(), SourceError> {
+///         // Pushed here, on the reader's thread: fine for a task smaller than the queue's
+///         // capacity. A larger one must push from a thread of its own, or its `push` waits
+///         // for a reader that is this very call.
 ///         for i in 0..n {
 ///             pusher.push(i).map_err(|_| SourceError::new("closed"))?;
 ///         }
@@ -451,8 +454,15 @@ impl<R> PushQueue<R> {
             }
             if let Some(item) = state.items.pop_front() {
                 state.failed = matches!(item, Pushed::Failed(_));
+                let failed = state.failed;
                 drop(state);
-                self.not_full.notify_one();
+                if failed {
+                    // Every pusher of the failed task must hear it (each gets `PushError`), not
+                    // only the one a slot would have let in.
+                    self.not_full.notify_all();
+                } else {
+                    self.not_full.notify_one();
+                }
                 return Some(item);
             }
             self.not_empty.wait(&mut state);

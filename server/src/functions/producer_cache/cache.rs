@@ -507,6 +507,11 @@ where
     /// Idempotent: a later (or concurrent) call returns the report at once without waiting.
     /// `Drop` calls it.
     ///
+    /// Do not call it from a producer's `flush` or `close` (nor drop the cache's last handle
+    /// there): those run on the cache's one closing thread, which the call would then wait
+    /// for, so it waits out the whole close timeout and abandons every producer still
+    /// closing. (Known limitation, found 2026-12-07.)
+    ///
     /// # Examples
     ///
     /// ```
