@@ -20,6 +20,8 @@ enum Step {
     Hang(Token),
     /// Completes when the test opens the gate.
     Gate(GateFuture),
+    /// Calls the closure (on the cache's thread, inside `flush` or `close`), then succeeds.
+    Call(Box<dyn FnOnce() + Send>),
 }
 
 /// A producer that reports `flush`/`close` calls (with the calling thread) on a channel.
@@ -64,6 +66,10 @@ impl TestProducer {
                 "broker said no",
             )))),
             Step::Panic => panic!("{what} panicked"),
+            Step::Call(call) => {
+                call();
+                Box::pin(std::future::ready(Ok(())))
+            }
             Step::Hang(token) => Box::pin(async move {
                 let _keep = token;
                 std::future::pending::<()>().await;
@@ -339,6 +345,69 @@ fn close_flushes_then_closes_and_waits_for_both_to_complete() {
         "close returned before the producer's flush and close completed"
     );
     assert_eq!((report.closed, report.abandoned), (1, 0));
+}
+
+/// `close` called from a producer's own `close` (on the cache's one closing thread) cannot wait
+/// for the closes queued behind it: it returns at once without abandoning them, and they run
+/// once the calling one returns. (Audit of 2026-12-07, third pass: it waited out the whole
+/// close timeout, here an hour, then abandoned every producer still closing.)
+#[test]
+fn close_called_from_a_producers_close_returns_and_the_other_closes_still_run() {
+    let (tx, events) = mpsc::channel();
+    let drops = DropCounter::new();
+    let cache: Arc<ProducerCache<(), TestProducer>> = Arc::new(
+        ProducerCache::builder()
+            .close_timeout(Duration::from_secs(3600))
+            .build(),
+    );
+    let (returned, inner_close) = mpsc::channel();
+    let weak = Arc::downgrade(&cache);
+    cache
+        .get_or_create("closes-the-cache", (), || {
+            Ok::<_, ()>(TestProducer::with_steps(
+                "closes-the-cache",
+                &tx,
+                &drops,
+                Step::Succeed,
+                Step::Call(Box::new(move || {
+                    let report = weak.upgrade().expect("the test holds the cache").close();
+                    returned.send(report).unwrap();
+                })),
+            ))
+        })
+        .unwrap();
+    cache
+        .get_or_create("other", (), || {
+            Ok::<_, ()>(TestProducer::new("other", &tx, &drops))
+        })
+        .unwrap();
+    assert!(cache.invalidate("closes-the-cache", ()));
+    let report = inner_close
+        .recv_timeout(LONG)
+        .expect("close from a producer's close returned");
+    assert_eq!(report.abandoned, 0, "nothing abandoned: {report:?}");
+    // The other producer is flushed and closed after the calling close returns.
+    let mut seen = next_events(&events, 4);
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ev("closes-the-cache", "close"),
+            ev("closes-the-cache", "flush"),
+            ev("other", "close"),
+            ev("other", "flush"),
+        ]
+    );
+    // The closing thread exits once its queue is done: then both closes are settled.
+    assert!(
+        cache.threads().await_exit(LONG),
+        "{:?}",
+        cache.threads().names()
+    );
+    let report = cache.close();
+    assert_eq!((report.closed, report.abandoned), (2, 0), "{report:?}");
+    drop(cache);
+    assert_eq!(drops.drops(), 2);
 }
 
 #[test]

@@ -507,10 +507,10 @@ where
     /// Idempotent: a later (or concurrent) call returns the report at once without waiting.
     /// `Drop` calls it.
     ///
-    /// Do not call it from a producer's `flush` or `close` (nor drop the cache's last handle
-    /// there): those run on the cache's one closing thread, which the call would then wait
-    /// for, so it waits out the whole close timeout and abandons every producer still
-    /// closing. (Known limitation, found 2026-12-07.)
+    /// Called from a producer's `flush` or `close` (which run on the cache's one closing
+    /// thread), it cannot wait for the closes queued behind the calling one: it returns without
+    /// waiting for them, and they still run once the calling one returns; a later `close`
+    /// reports them.
     ///
     /// # Examples
     ///
@@ -563,9 +563,15 @@ where
             }
         }
         // Producers still flushing or closing at the deadline are abandoned (their closes are
-        // cancelled, dropping their futures); so is anything handed over from now on.
-        self.closer.wait_idle(deadline);
-        Closer::give_up(&self.closer);
+        // cancelled, dropping their futures); so is anything handed over from now on. Called on
+        // the closing thread itself (from a producer's `flush` or `close`), the closes queued
+        // behind the calling one cannot run while this waits: neither wait nor abandon them;
+        // they run once the calling one returns (the executor shuts down after its queue), and
+        // a later `close` reports them.
+        if !self.closer.executor().is_current_worker() {
+            self.closer.wait_idle(deadline);
+            Closer::give_up(&self.closer);
+        }
         self.closer
             .executor()
             .close_after_queued(self.close_timeout, "a producer's flush or close call");
