@@ -303,6 +303,60 @@ fn an_unused_producer_expires_after_the_idle_expiry() {
     assert_eq!(cache.close().closed, 3);
 }
 
+/// A caller that waits for another caller's `create` of the same key hands over the producers
+/// its call found expired first: their flush and close do not wait for that `create`. (Audit of
+/// 2026-12-07, third pass: it held them while it waited.)
+#[test]
+fn expired_producers_are_handed_over_before_waiting_for_another_callers_create() {
+    let (tx, events) = mpsc::channel();
+    let drops = DropCounter::new();
+    let now = Arc::new(Mutex::new(Instant::now()));
+    let clock = Arc::clone(&now);
+    let cache: Arc<ProducerCache<(), TestProducer>> = Arc::new(
+        ProducerCache::builder()
+            .idle_expiry(Duration::from_secs(60))
+            .ticker(move || *clock.lock().unwrap())
+            .build(),
+    );
+    cache
+        .get_or_create("old", (), || {
+            Ok::<_, ()>(TestProducer::new("old", &tx, &drops))
+        })
+        .unwrap();
+    let (in_create, creating) = mpsc::channel();
+    let (opener, opened) = mpsc::channel::<()>();
+    let slow = {
+        let (cache, tx, drops) = (Arc::clone(&cache), tx.clone(), drops.clone());
+        thread::spawn(move || {
+            cache
+                .get_or_create("slow", (), || {
+                    in_create.send(()).unwrap();
+                    let _ = opened.recv();
+                    Ok::<_, ()>(TestProducer::new("slow", &tx, &drops))
+                })
+                .map(|_| ())
+        })
+    };
+    creating.recv_timeout(LONG).unwrap();
+    *now.lock().unwrap() += Duration::from_secs(61); // "old" has expired
+    let waiter = {
+        let cache = Arc::clone(&cache);
+        thread::spawn(move || cache.get_or_create("slow", (), || Err(())).map(|_| ()))
+    };
+    assert_eq!(
+        next_events(&events, 2),
+        [ev("old", "flush"), ev("old", "close")],
+        "flushed and closed while the other caller's create still runs"
+    );
+    drop(opener);
+    assert!(slow.join().unwrap().is_ok());
+    assert!(
+        waiter.join().unwrap().is_ok(),
+        "it shares the created producer"
+    );
+    assert_eq!(cache.close().closed, 2);
+}
+
 /// Mirrors Pulsar's `ProducerCacheTest.shouldCompleteFlushBeforeCloseAndWaitForClosing`: the
 /// cache's `close` flushes the producer, then closes it, and returns only once both the flush
 /// and the close have completed (each completes when the test opens its gate).

@@ -241,6 +241,12 @@ where
                     self.hand_over(evicted);
                     return Ok(producer);
                 }
+                Some(Entry::Creating) if !evicted.is_empty() => {
+                    // Hand the expired producers over before waiting: their flush and close must
+                    // not wait for another caller's `create`. Then look again.
+                    drop(guard);
+                    self.hand_over(std::mem::take(&mut evicted));
+                }
                 Some(Entry::Creating) => {
                     self.creation_done.wait(&mut guard);
                 }
