@@ -215,9 +215,11 @@ fn text_is_nonzero(int: &str, frac: Option<&str>) -> bool {
         .any(|c| c.is_ascii_digit() && c != '0')
 }
 
-/// A ratio as `0.45x`; three decimals below 0.1.
+/// A ratio as `0.45x`; three decimals below 0.1; `∞x` for a positive figure over a zero one.
 pub(crate) fn format_ratio(ratio: f64) -> String {
-    if ratio < 0.1 {
+    if ratio.is_infinite() {
+        "∞x".to_owned()
+    } else if ratio < 0.1 {
         format!("{ratio:.3}x")
     } else {
         format!("{ratio:.2}x")
@@ -227,6 +229,12 @@ pub(crate) fn format_ratio(ratio: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_positive_figure_over_zero_shows_as_infinity() {
+        assert_eq!(format_ratio(f64::INFINITY), "∞x");
+        assert_eq!(format_ratio(0.45), "0.45x");
+    }
 
     #[test]
     fn numbers_get_thousands_separators_and_fixed_decimals() {
